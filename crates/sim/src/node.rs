@@ -1,0 +1,49 @@
+//! The one trait a node implements to plug into the simulator.
+
+use leasehold_interface::{Input, Instant, Output};
+use serde::Serialize;
+use std::fmt::Debug;
+use std::hash::Hash;
+
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
+pub struct NodeId(pub u32);
+
+impl NodeId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A sans-IO state machine hosted by the simulator.
+pub trait Node {
+    type Key: Ord + Clone + Debug + Hash + Serialize;
+    type Value: Clone + Debug + Hash + Serialize;
+    type Event: Clone + Debug + Hash + Serialize;
+
+    /// Handle one input at local time `now`; push every resulting output.
+    fn step(
+        &mut self,
+        now: Instant,
+        input: Input<Self::Key, Self::Value>,
+        out: &mut Vec<Output<Self::Key, Self::Value, Self::Event>>,
+    );
+
+    /// The local time at which the node wants a `Timeout` input, if any.
+    fn poll_timeout(&self) -> Option<Instant>;
+}
+
+/// What the simulator needs to know about a node besides its code.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NodeSpec {
+    /// A display name: `worker-3`, `reclaimer-0`.
+    pub name: String,
+    /// Whether the fault injector may crash it.
+    pub crashable: bool,
+    /// Local time offset and drift of its clock.
+    pub clock: crate::clock::LocalClock,
+    /// When it first boots, in simulated milliseconds.
+    pub boot_at_ms: u64,
+}

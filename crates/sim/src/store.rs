@@ -1,0 +1,282 @@
+//! A linearizable, durable, versioned document store with one unique
+//! secondary index (each index key names at most one document; callers embed
+//! the document's identity in the index key, as in `pending/<task>`).
+//!
+//! Requests are applied atomically in arrival order. Every write takes the next
+//! value of one global revision counter as the document's version.
+
+use leasehold_interface::{Document, StoreReply, StoreRequest, Version};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// A scan never returns more than this, whatever the caller asked for.
+pub const MAX_SCAN_LIMIT: u32 = 10_000;
+
+#[derive(Clone, Debug)]
+struct Entry<K, V> {
+    version: Version,
+    value: V,
+    index: Option<K>,
+}
+
+/// Operation counts, by kind. Reads: gets and scans. Writes: everything that
+/// can change a document, counted whether or not its condition held.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct StoreStats {
+    pub gets: u64,
+    pub scans: u64,
+    pub index_scans: u64,
+    pub creates: u64,
+    pub conditional_puts: u64,
+    pub unconditional_puts: u64,
+    pub deletes: u64,
+    pub conflicts: u64,
+    pub unavailable: u64,
+    pub docs_returned_by_scans: u64,
+}
+
+impl StoreStats {
+    pub fn reads(&self) -> u64 {
+        self.gets + self.scans + self.index_scans
+    }
+    pub fn writes(&self) -> u64 {
+        self.creates + self.conditional_puts + self.unconditional_puts + self.deletes
+    }
+}
+
+pub struct VersionedStore<K, V> {
+    docs: BTreeMap<K, Entry<K, V>>,
+    index: BTreeMap<K, K>,
+    revision: Version,
+    stats: StoreStats,
+}
+
+impl<K: Ord + Clone, V: Clone> Default for VersionedStore<K, V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
+    pub fn new() -> Self {
+        VersionedStore {
+            docs: BTreeMap::new(),
+            index: BTreeMap::new(),
+            revision: 0,
+            stats: StoreStats::default(),
+        }
+    }
+
+    pub fn stats(&self) -> &StoreStats {
+        &self.stats
+    }
+
+    pub fn len(&self) -> usize {
+        self.docs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.docs.is_empty()
+    }
+
+    pub fn get(&self, key: &K) -> Option<Document<K, V>> {
+        self.docs.get(key).map(|e| Document {
+            key: key.clone(),
+            version: e.version,
+            value: e.value.clone(),
+        })
+    }
+
+    /// Every document in key order (for end-of-run inspection).
+    pub fn documents(&self) -> impl Iterator<Item = Document<K, V>> + '_ {
+        self.docs.iter().map(|(k, e)| Document {
+            key: k.clone(),
+            version: e.version,
+            value: e.value.clone(),
+        })
+    }
+
+    fn write(&mut self, key: K, value: V, index: Option<K>) -> Version {
+        self.revision += 1;
+        let version = self.revision;
+        let old = self.docs.insert(
+            key.clone(),
+            Entry {
+                version,
+                value,
+                index: index.clone(),
+            },
+        );
+        if let Some(old_index) = old.and_then(|e| e.index) {
+            let removed = self.index.remove(&old_index);
+            assert!(removed.as_ref() == Some(&key), "index entry missing for a live document");
+        }
+        if let Some(index) = index {
+            let clash = self.index.insert(index, key);
+            assert!(clash.is_none(), "unique index key used by two documents");
+        }
+        version
+    }
+
+    fn conflict(&mut self, key: &K) -> StoreReply<K, V> {
+        self.stats.conflicts += 1;
+        StoreReply::Conflict {
+            current: self.get(key),
+        }
+    }
+
+    /// Apply one request atomically. Returns the reply and, for writes, the
+    /// document as it was before (what observers need to judge transitions).
+    pub fn apply(
+        &mut self,
+        request: &StoreRequest<K, V>,
+    ) -> (StoreReply<K, V>, Option<Document<K, V>>) {
+        match request {
+            StoreRequest::Get { key } => {
+                self.stats.gets += 1;
+                (StoreReply::Got { doc: self.get(key) }, None)
+            }
+            StoreRequest::CreateIfAbsent { key, value, index } => {
+                self.stats.creates += 1;
+                if self.docs.contains_key(key) {
+                    let before = self.get(key);
+                    return (self.conflict(key), before);
+                }
+                let version = self.write(key.clone(), value.clone(), index.clone());
+                (StoreReply::Written { version }, None)
+            }
+            StoreRequest::PutIfVersion {
+                key,
+                expected,
+                value,
+                index,
+            } => {
+                self.stats.conditional_puts += 1;
+                let before = self.get(key);
+                match &before {
+                    Some(doc) if doc.version == *expected => {
+                        let version = self.write(key.clone(), value.clone(), index.clone());
+                        (StoreReply::Written { version }, before)
+                    }
+                    _ => (self.conflict(key), before),
+                }
+            }
+            StoreRequest::PutUnconditional { key, value, index } => {
+                self.stats.unconditional_puts += 1;
+                let before = self.get(key);
+                let version = self.write(key.clone(), value.clone(), index.clone());
+                (StoreReply::Written { version }, before)
+            }
+            StoreRequest::DeleteIfVersion { key, expected } => {
+                self.stats.deletes += 1;
+                let before = self.get(key);
+                match &before {
+                    Some(doc) if doc.version == *expected => {
+                        let entry = self.docs.remove(key).expect("checked present");
+                        if let Some(index) = entry.index {
+                            let removed = self.index.remove(&index);
+                            assert!(removed.as_ref() == Some(key), "index entry missing on delete");
+                        }
+                        self.revision += 1;
+                        (StoreReply::Deleted, before)
+                    }
+                    _ => (self.conflict(key), before),
+                }
+            }
+            StoreRequest::Scan { start, end, limit } => {
+                self.stats.scans += 1;
+                let limit = (*limit).clamp(1, MAX_SCAN_LIMIT) as usize;
+                let mut docs = Vec::with_capacity(limit.min(64));
+                let mut more = false;
+                if start < end {
+                    for (k, e) in self.docs.range(start.clone()..end.clone()) {
+                        if docs.len() == limit {
+                            more = true;
+                            break;
+                        }
+                        docs.push(Document {
+                            key: k.clone(),
+                            version: e.version,
+                            value: e.value.clone(),
+                        });
+                    }
+                }
+                self.stats.docs_returned_by_scans += docs.len() as u64;
+                (StoreReply::Scanned { docs, more }, None)
+            }
+            StoreRequest::ScanIndex { start, end, limit } => {
+                self.stats.index_scans += 1;
+                let limit = (*limit).clamp(1, MAX_SCAN_LIMIT) as usize;
+                let mut docs = Vec::with_capacity(limit.min(64));
+                let mut more = false;
+                if start < end {
+                    for (_, k) in self.index.range(start.clone()..end.clone()) {
+                        if docs.len() == limit {
+                            more = true;
+                            break;
+                        }
+                        let e = &self.docs[k];
+                        docs.push(Document {
+                            key: k.clone(),
+                            version: e.version,
+                            value: e.value.clone(),
+                        });
+                    }
+                }
+                self.stats.docs_returned_by_scans += docs.len() as u64;
+                (StoreReply::Scanned { docs, more }, None)
+            }
+        }
+    }
+
+    pub fn count_unavailable(&mut self) {
+        self.stats.unavailable += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(s: &mut VersionedStore<u32, &'static str>, k: u32, exp: u64, v: &'static str, i: Option<u32>) -> StoreReply<u32, &'static str> {
+        s.apply(&StoreRequest::PutIfVersion { key: k, expected: exp, value: v, index: i }).0
+    }
+
+    #[test]
+    fn conditional_writes_and_versions() {
+        let mut s = VersionedStore::new();
+        let r = s.apply(&StoreRequest::CreateIfAbsent { key: 1, value: "a", index: None }).0;
+        assert_eq!(r, StoreReply::Written { version: 1 });
+        assert!(matches!(s.apply(&StoreRequest::CreateIfAbsent { key: 1, value: "b", index: None }).0, StoreReply::Conflict { current: Some(Document { version: 1, .. }) }));
+        assert_eq!(put(&mut s, 1, 1, "c", None), StoreReply::Written { version: 2 });
+        assert!(matches!(put(&mut s, 1, 1, "d", None), StoreReply::Conflict { .. }));
+        assert_eq!(s.apply(&StoreRequest::DeleteIfVersion { key: 1, expected: 2 }).0, StoreReply::Deleted);
+        // Re-created documents never reuse a version.
+        let r = s.apply(&StoreRequest::CreateIfAbsent { key: 1, value: "e", index: None }).0;
+        assert_eq!(r, StoreReply::Written { version: 4 });
+        assert_eq!(s.stats().conflicts, 2);
+    }
+
+    #[test]
+    fn index_follows_documents() {
+        let mut s = VersionedStore::new();
+        for k in 0..5u32 {
+            s.apply(&StoreRequest::CreateIfAbsent { key: k, value: "p", index: Some(100 + k) });
+        }
+        put(&mut s, 2, 3, "r", Some(200));
+        let scan = |s: &mut VersionedStore<u32, &'static str>, a, b, l| match s.apply(&StoreRequest::ScanIndex { start: a, end: b, limit: l }).0 {
+            StoreReply::Scanned { docs, more } => (docs.iter().map(|d| d.key).collect::<Vec<_>>(), more),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(scan(&mut s, 100, 200, 10), (vec![0, 1, 3, 4], false));
+        assert_eq!(scan(&mut s, 100, 200, 2), (vec![0, 1], true));
+        assert_eq!(scan(&mut s, 200, 201, 10), (vec![2], false));
+        match s.apply(&StoreRequest::Scan { start: 1, end: 4, limit: 10 }).0 {
+            StoreReply::Scanned { docs, more } => {
+                assert_eq!(docs.len(), 3);
+                assert!(!more);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
