@@ -1,1 +1,15 @@
+//! leasehold: deterministic simulation testing for the lease-with-heartbeat
+//! pattern. This crate wires the protocol (`leasehold-protocol`) into the
+//! simulator (`leasehold-sim`), attaches the checkers (`leasehold-check`), and
+//! provides the CLI's commands.
 
+pub mod lease_node;
+pub mod panic_capture;
+pub mod run;
+pub mod scenario;
+pub mod seeds;
+pub mod store_load;
+pub mod trace;
+
+pub use run::{simulate, RunOutcome, LEASEHOLD_VERSION};
+pub use scenario::{Scenario, ScenarioError, ValidScenario};

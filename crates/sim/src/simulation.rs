@@ -90,12 +90,6 @@ enum Event<K, V> {
         call: EffectRequest,
         sent_us: u64,
     },
-    ServiceDone {
-        actor: Actor,
-        request: RequestId,
-        call: EffectRequest,
-        sent_us: u64,
-    },
     HealPhase,
 }
 
@@ -224,10 +218,10 @@ impl<N: Node> Simulation<N> {
     /// Run to completion. Deterministic: the same seed, nodes and observer
     /// decisions give the same records in the same order.
     pub fn run<O: Observer<N::Key, N::Value, N::Event>>(&mut self, observer: &mut O) -> RunStats {
-        if self.config.faults.fault_phase_end_us > 0 {
-            self.queue
-                .push(self.config.faults.fault_phase_end_us, Event::HealPhase);
-        }
+        // Always announced, even with no fault phase, so observers can start
+        // their liveness clocks from one record.
+        self.queue
+            .push(self.config.faults.fault_phase_end_us, Event::HealPhase);
         let limits = self.config.limits;
         let stop = loop {
             let Some(next_us) = self.queue.peek_time_us() else {
@@ -342,28 +336,11 @@ impl<N: Node> Simulation<N> {
                 call,
                 sent_us,
             } => {
+                // The service acts on a call the moment it arrives (the card is
+                // charged now); its reply leaves once its work time has passed.
                 let service = call.service.0 as usize;
                 assert!(service < self.services.len(), "call to unknown service {service}");
-                let spec = &self.services[service].spec;
-                let (lo, hi) = (spec.work_ms_min, spec.work_ms_max);
-                let work_us = self.service_rngs[service].random_range(lo * 1_000..=hi * 1_000);
-                self.queue.push(
-                    self.now_us + work_us,
-                    Event::ServiceDone {
-                        actor,
-                        request,
-                        call,
-                        sent_us,
-                    },
-                );
-            }
-            Event::ServiceDone {
-                actor,
-                request,
-                call,
-                sent_us,
-            } => {
-                let outcome = self.services[call.service.0 as usize].decide(&call);
+                let outcome = self.services[service].decide(&call);
                 emit(
                     &mut self.hasher,
                     observer,
@@ -376,8 +353,11 @@ impl<N: Node> Simulation<N> {
                         sent_us,
                     },
                 );
+                let spec = &self.services[service].spec;
+                let (lo, hi) = (spec.work_ms_min, spec.work_ms_max);
+                let work_us = self.service_rngs[service].random_range(lo * 1_000..=hi * 1_000);
                 if let Actor::Node { node, incarnation } = actor {
-                    let at = self.now_us + self.latency_us(actor);
+                    let at = self.now_us + work_us + self.latency_us(actor);
                     self.queue.push(
                         at,
                         Event::ToNode {

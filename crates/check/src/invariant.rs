@@ -1,0 +1,65 @@
+use leasehold_protocol::TaskId;
+use serde::Serialize;
+
+/// The invariants, named exactly as they appear in output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Invariant {
+    /// No effect and no task write is accepted from a worker whose claim on the
+    /// task was already superseded, and no two workers work on one task in the
+    /// same epoch.
+    NoDoubleOwnership,
+    /// When a task is done, each of its steps' effects was applied exactly once.
+    ExactlyOnceEffects,
+    /// Once the heal phase starts, every task is done within a bound computed
+    /// from the configuration.
+    NoLostTask,
+    /// A task's epoch never goes back; every claim and re-queue bumps it.
+    EpochsMonotonic,
+    /// A done task never changes again.
+    DoneIsFinal,
+    /// Not a lease invariant: a simulated node panicked, or the run hit an
+    /// event or queue limit. Reported like a violation so it is never lost.
+    SimulationHealthy,
+}
+
+impl Invariant {
+    pub const ALL: [Invariant; 6] = [
+        Invariant::NoDoubleOwnership,
+        Invariant::ExactlyOnceEffects,
+        Invariant::NoLostTask,
+        Invariant::EpochsMonotonic,
+        Invariant::DoneIsFinal,
+        Invariant::SimulationHealthy,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Invariant::NoDoubleOwnership => "no-double-ownership",
+            Invariant::ExactlyOnceEffects => "exactly-once-effects",
+            Invariant::NoLostTask => "no-lost-task",
+            Invariant::EpochsMonotonic => "epochs-monotonic",
+            Invariant::DoneIsFinal => "done-is-final",
+            Invariant::SimulationHealthy => "simulation-healthy",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Invariant> {
+        Invariant::ALL.into_iter().find(|i| i.name() == name)
+    }
+}
+
+impl std::fmt::Display for Invariant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    pub invariant: Invariant,
+    /// Simulated time at which it was detected.
+    pub time_ms: u64,
+    pub task: Option<TaskId>,
+    pub message: String,
+}

@@ -1,0 +1,530 @@
+//! The lease invariants, judged online from the records of one run.
+
+use crate::invariant::{Invariant, Violation};
+use leasehold_interface::{EffectReply, StoreReply, StoreRequest};
+use leasehold_protocol::{DocKey, DocValue, LeaseEvent, Owner, TaskDoc, TaskId, TaskState};
+use leasehold_sim::{Actor, NodeId, Observer, Record, RecordKind};
+use serde::Serialize;
+
+/// Violations kept in full; beyond this they are only counted.
+const MAX_KEPT_VIOLATIONS: usize = 64;
+/// Lost tasks named one by one in the report; the rest are counted.
+const MAX_NAMED_LOST_TASKS: usize = 5;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum NodeRole {
+    Worker { worker: u32 },
+    Reclaimer { id: u32 },
+}
+
+/// How long after the heal phase starts every task must be done.
+///
+/// `deadline = max(heal start, last arrival) + detect_ms
+///             + (ceil(unfinished / capacity) + 1) * per_task_ms + slack_ms`
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct LivenessBound {
+    /// Worst time to notice a silent worker and re-queue its tasks: a
+    /// heartbeat interval, the lease timeout, two scan intervals and a restart.
+    pub detect_ms: u64,
+    /// Worst time one task takes once claimed (all its steps, with retries).
+    pub per_task_ms: u64,
+    /// Tasks the fleet runs at once (workers x slots).
+    pub capacity: u32,
+    pub slack_ms: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CheckConfig {
+    /// Role of each simulated node, indexed by node id.
+    pub roles: Vec<NodeRole>,
+    pub tasks_total: u32,
+    pub steps_per_task: u32,
+    pub last_arrival_ms: u64,
+    pub liveness: LivenessBound,
+    /// Service names, indexed by service id, for messages.
+    pub service_names: Vec<String>,
+    /// Keep watching this long after the last task is done, so a late write
+    /// to a done task (a zombie, a blind re-queue) is still caught.
+    pub grace_ms: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Writer {
+    External,
+    Worker(Owner),
+    Reclaimer(u32),
+}
+
+#[derive(Clone, Debug, Default)]
+struct TaskTrack {
+    doc: Option<TaskDoc>,
+    /// Which owner held each epoch it was running in.
+    epoch_owners: Vec<(u64, Owner)>,
+    /// Effect applications per step.
+    applied: Vec<u32>,
+}
+
+pub struct LeaseChecker {
+    cfg: CheckConfig,
+    tasks: Vec<TaskTrack>,
+    violations: Vec<Violation>,
+    violation_counts: [u64; Invariant::ALL.len()],
+    done: u32,
+    all_done_at_us: Option<u64>,
+    heal_at_us: Option<u64>,
+    deadline_us: Option<u64>,
+    finished: bool,
+}
+
+fn fmt_owner(owner: Option<Owner>) -> String {
+    owner.map_or_else(|| "nobody".to_string(), |o| o.to_string())
+}
+
+fn fmt_state(state: TaskState) -> &'static str {
+    match state {
+        TaskState::Pending => "pending",
+        TaskState::Running => "running",
+        TaskState::Done => "done",
+    }
+}
+
+fn fmt_s(us: u64) -> String {
+    format!("{:.3} s", us as f64 / 1e6)
+}
+
+impl LeaseChecker {
+    pub fn new(cfg: CheckConfig) -> LeaseChecker {
+        assert!(cfg.liveness.capacity > 0);
+        let tasks = vec![
+            TaskTrack {
+                applied: vec![0; cfg.steps_per_task as usize],
+                ..TaskTrack::default()
+            };
+            cfg.tasks_total as usize
+        ];
+        LeaseChecker {
+            cfg,
+            tasks,
+            violations: Vec::new(),
+            violation_counts: [0; Invariant::ALL.len()],
+            done: 0,
+            all_done_at_us: None,
+            heal_at_us: None,
+            deadline_us: None,
+            finished: false,
+        }
+    }
+
+    pub fn tasks_done(&self) -> u32 {
+        self.done
+    }
+
+    pub fn deadline_us(&self) -> Option<u64> {
+        self.deadline_us
+    }
+
+    /// Counts of every violation found, including those not kept in full.
+    pub fn violation_count(&self, invariant: Invariant) -> u64 {
+        self.violation_counts[invariant as usize]
+    }
+
+    pub fn violations(&self) -> &[Violation] {
+        &self.violations
+    }
+
+    pub fn violate(&mut self, invariant: Invariant, time_us: u64, task: Option<TaskId>, message: String) {
+        self.violation_counts[invariant as usize] += 1;
+        if self.violations.len() < MAX_KEPT_VIOLATIONS {
+            self.violations.push(Violation {
+                invariant,
+                time_ms: time_us / 1_000,
+                task,
+                message,
+            });
+        }
+    }
+
+    fn writer(&self, actor: Actor) -> Writer {
+        match actor {
+            Actor::External => Writer::External,
+            Actor::Node { node, incarnation } => match self.role(node) {
+                NodeRole::Worker { worker } => Writer::Worker(Owner {
+                    worker,
+                    incarnation,
+                }),
+                NodeRole::Reclaimer { id } => Writer::Reclaimer(id),
+            },
+        }
+    }
+
+    fn role(&self, node: NodeId) -> NodeRole {
+        *self
+            .cfg
+            .roles
+            .get(node.index())
+            .unwrap_or_else(|| panic!("record from unknown node {}", node.0))
+    }
+
+    fn track(&mut self, task: TaskId) -> Option<&mut TaskTrack> {
+        self.tasks.get_mut(task.0 as usize)
+    }
+
+    fn on_task_write(&mut self, time_us: u64, task: TaskId, writer: Writer, before: Option<TaskDoc>, new: TaskDoc) {
+        if self.track(task).is_none() {
+            self.violate(
+                Invariant::NoLostTask,
+                time_us,
+                Some(task),
+                format!("a document was written for task {} which the workload never created", task.0),
+            );
+            return;
+        }
+        let who = match writer {
+            Writer::External => "the workload".to_string(),
+            Writer::Worker(o) => o.to_string(),
+            Writer::Reclaimer(id) => format!("reclaimer-{id}"),
+        };
+        if let Some(b) = before {
+            if b.state == TaskState::Done {
+                self.violate(
+                    Invariant::DoneIsFinal,
+                    time_us,
+                    Some(task),
+                    format!(
+                        "task {} was done (epoch {}, by {}) and {} overwrote it to {} at epoch {}",
+                        task.0,
+                        b.epoch,
+                        fmt_owner(b.owner),
+                        who,
+                        fmt_state(new.state),
+                        new.epoch
+                    ),
+                );
+            }
+            let ownership_changes = matches!(new.state, TaskState::Pending | TaskState::Running)
+                && (b.state != new.state || b.owner != new.owner);
+            if new.epoch < b.epoch {
+                self.violate(
+                    Invariant::EpochsMonotonic,
+                    time_us,
+                    Some(task),
+                    format!("task {} went from epoch {} back to {} (write by {})", task.0, b.epoch, new.epoch, who),
+                );
+            } else if ownership_changes && new.epoch == b.epoch {
+                self.violate(
+                    Invariant::EpochsMonotonic,
+                    time_us,
+                    Some(task),
+                    format!(
+                        "task {} changed hands ({} {} -> {} {}) without an epoch bump: epoch stayed {} (write by {})",
+                        task.0,
+                        fmt_state(b.state),
+                        fmt_owner(b.owner),
+                        fmt_state(new.state),
+                        fmt_owner(new.owner),
+                        b.epoch,
+                        who
+                    ),
+                );
+            }
+            if let Writer::Worker(o) = writer {
+                let claim = b.state == TaskState::Pending && new.owner == Some(o);
+                let own_progress = b.state == TaskState::Running && b.owner == Some(o) && b.epoch == new.epoch;
+                if b.state == TaskState::Running && !own_progress {
+                    self.violate(
+                        Invariant::NoDoubleOwnership,
+                        time_us,
+                        Some(task),
+                        format!(
+                            "the store accepted a write to task {} from {} while {} held it at epoch {} (write: {} at epoch {})",
+                            task.0,
+                            o,
+                            fmt_owner(b.owner),
+                            b.epoch,
+                            fmt_state(new.state),
+                            new.epoch
+                        ),
+                    );
+                } else if b.state == TaskState::Pending && !claim {
+                    self.violate(
+                        Invariant::NoDoubleOwnership,
+                        time_us,
+                        Some(task),
+                        format!(
+                            "{} wrote task {} while it was pending and not claimed by it (write: {} owner {} epoch {})",
+                            o,
+                            task.0,
+                            fmt_state(new.state),
+                            fmt_owner(new.owner),
+                            new.epoch
+                        ),
+                    );
+                }
+            }
+        }
+        if new.state == TaskState::Running {
+            if let Some(owner) = new.owner {
+                self.claim_epoch(time_us, task, new.epoch, owner);
+            }
+        }
+        let was_done = before.is_some_and(|b| b.state == TaskState::Done);
+        if new.state == TaskState::Done && !was_done {
+            self.done += 1;
+            if self.done == self.cfg.tasks_total {
+                self.all_done_at_us = Some(time_us);
+            }
+        } else if was_done && new.state != TaskState::Done {
+            self.done -= 1;
+            self.all_done_at_us = None;
+        }
+        self.track(task).expect("checked").doc = Some(new);
+    }
+
+    /// Record that `owner` works on `task` in `epoch`; two owners in one epoch
+    /// is double ownership whatever else happened.
+    fn claim_epoch(&mut self, time_us: u64, task: TaskId, epoch: u64, owner: Owner) {
+        let track = self.track(task).expect("checked");
+        match track.epoch_owners.iter().find(|(e, _)| *e == epoch) {
+            Some((_, o)) if *o != owner => {
+                let other = *o;
+                self.violate(
+                    Invariant::NoDoubleOwnership,
+                    time_us,
+                    Some(task),
+                    format!("two workers worked on task {} in epoch {}: {} and {}", task.0, epoch, other, owner),
+                );
+            }
+            Some(_) => {}
+            None => {
+                assert!(track.epoch_owners.len() < 1 << 20, "unbounded epochs");
+                track.epoch_owners.push((epoch, owner));
+            }
+        }
+    }
+
+    fn on_effect(&mut self, time_us: u64, writer: Writer, task: TaskId, step: u32, token: u64, service: u16, outcome: EffectReply) {
+        let service_name = self
+            .cfg
+            .service_names
+            .get(service as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("service-{service}"));
+        let Some(track) = self.track(task) else {
+            self.violate(
+                Invariant::ExactlyOnceEffects,
+                time_us,
+                Some(task),
+                format!("{service_name} was called for task {} which does not exist", task.0),
+            );
+            return;
+        };
+        if outcome != EffectReply::Applied {
+            return;
+        }
+        let current_epoch = track.doc.map(|d| d.epoch);
+        let applied = match track.applied.get_mut(step as usize) {
+            Some(n) => {
+                *n += 1;
+                *n
+            }
+            None => {
+                let steps = self.cfg.steps_per_task;
+                self.violate(
+                    Invariant::ExactlyOnceEffects,
+                    time_us,
+                    Some(task),
+                    format!("{service_name} applied step {step} of task {} which has only {steps} steps", task.0),
+                );
+                return;
+            }
+        };
+        let Writer::Worker(owner) = writer else {
+            return;
+        };
+        if applied > 1 {
+            self.violate(
+                Invariant::ExactlyOnceEffects,
+                time_us,
+                Some(task),
+                format!(
+                    "{service_name} applied step {step} of task {} a {} time (this one from {} at epoch {token})",
+                    task.0,
+                    ordinal(applied),
+                    owner
+                ),
+            );
+        }
+        if let Some(current) = current_epoch {
+            if token < current {
+                self.violate(
+                    Invariant::NoDoubleOwnership,
+                    time_us,
+                    Some(task),
+                    format!(
+                        "{service_name} applied step {step} of task {} from {} at epoch {token}, but the task was already at epoch {current}",
+                        task.0, owner
+                    ),
+                );
+            }
+        }
+        self.claim_epoch(time_us, task, token, owner);
+    }
+
+    fn on_heal(&mut self, time_us: u64) {
+        assert!(self.heal_at_us.is_none(), "two heal phases");
+        self.heal_at_us = Some(time_us);
+        let b = self.cfg.liveness;
+        let unfinished = self.cfg.tasks_total - self.done;
+        let rounds = unfinished.div_ceil(b.capacity) as u64 + 1;
+        let start_us = time_us.max(self.cfg.last_arrival_ms * 1_000);
+        self.deadline_us = Some(start_us + (b.detect_ms + rounds * b.per_task_ms + b.slack_ms) * 1_000);
+    }
+
+    /// Judge what can only be judged at the end. Call once, after the run.
+    pub fn finish(&mut self, end_us: u64) {
+        assert!(!self.finished, "finish called twice");
+        self.finished = true;
+        let mut lost = Vec::new();
+        let mut unapplied = Vec::new();
+        for (i, track) in self.tasks.iter().enumerate() {
+            match track.doc {
+                Some(doc) if doc.state == TaskState::Done => {
+                    for (step, n) in track.applied.iter().enumerate() {
+                        if *n == 0 {
+                            unapplied.push((TaskId(i as u32), step, doc));
+                        }
+                    }
+                }
+                doc => lost.push((TaskId(i as u32), doc)),
+            }
+        }
+        for (task, step, doc) in unapplied {
+            let service = self.cfg.service_names.get(step % self.cfg.service_names.len().max(1)).cloned().unwrap_or_default();
+            self.violate(
+                Invariant::ExactlyOnceEffects,
+                end_us,
+                Some(task),
+                format!(
+                    "task {} is done (epoch {}, by {}) but step {step} ({service}) was never applied",
+                    task.0,
+                    doc.epoch,
+                    fmt_owner(doc.owner)
+                ),
+            );
+        }
+        let heal_us = self.heal_at_us.unwrap_or(0);
+        let bound = self.deadline_us.map_or(0, |d| d.saturating_sub(heal_us));
+        let total_lost = lost.len();
+        for (n, (task, doc)) in lost.into_iter().enumerate() {
+            if n == MAX_NAMED_LOST_TASKS {
+                self.violate(
+                    Invariant::NoLostTask,
+                    end_us,
+                    None,
+                    format!("... and {} more tasks not done", total_lost - MAX_NAMED_LOST_TASKS),
+                );
+                break;
+            }
+            let what = match doc {
+                None => "was never created".to_string(),
+                Some(d) => format!(
+                    "is {} (owner {}, epoch {}, {}/{} steps done)",
+                    fmt_state(d.state),
+                    fmt_owner(d.owner),
+                    d.epoch,
+                    d.steps_done,
+                    d.steps_total
+                ),
+            };
+            self.violate(
+                Invariant::NoLostTask,
+                end_us,
+                Some(task),
+                format!(
+                    "task {} {what}; not done {} after the heal phase began (bound {})",
+                    task.0,
+                    fmt_s(end_us.saturating_sub(heal_us)),
+                    fmt_s(bound)
+                ),
+            );
+        }
+    }
+}
+
+fn ordinal(n: u32) -> String {
+    match n {
+        2 => "second".into(),
+        3 => "third".into(),
+        n => format!("{n}th"),
+    }
+}
+
+fn task_of_key(key: &DocKey) -> Option<TaskId> {
+    match key {
+        DocKey::Task { task } => Some(*task),
+        _ => None,
+    }
+}
+
+impl Observer<DocKey, DocValue, LeaseEvent> for LeaseChecker {
+    fn record(&mut self, record: &Record<'_, DocKey, DocValue, LeaseEvent>) {
+        match &record.kind {
+            RecordKind::Store {
+                actor,
+                op,
+                reply,
+                before,
+                ..
+            } => {
+                let Some(task) = op.key().and_then(task_of_key) else {
+                    return;
+                };
+                let new = match (op, reply) {
+                    (
+                        StoreRequest::CreateIfAbsent { value, .. }
+                        | StoreRequest::PutIfVersion { value, .. }
+                        | StoreRequest::PutUnconditional { value, .. },
+                        StoreReply::Written { .. },
+                    ) => match value.as_task() {
+                        Some(t) => *t,
+                        None => return,
+                    },
+                    (StoreRequest::DeleteIfVersion { .. }, StoreReply::Deleted) => {
+                        let writer = self.writer(*actor);
+                        self.violate(
+                            Invariant::NoLostTask,
+                            record.time_us,
+                            Some(task),
+                            format!("task {} was deleted by {:?}", task.0, writer),
+                        );
+                        return;
+                    }
+                    _ => return,
+                };
+                let before = before.and_then(|d| d.value.as_task().copied());
+                let writer = self.writer(*actor);
+                self.on_task_write(record.time_us, task, writer, before, new);
+            }
+            RecordKind::Effect {
+                actor,
+                call,
+                outcome,
+                ..
+            } => {
+                let writer = self.writer(*actor);
+                let task = TaskId(u32::try_from(call.resource).unwrap_or(u32::MAX));
+                self.on_effect(record.time_us, writer, task, call.step, call.token, call.service.0, *outcome);
+            }
+            RecordKind::HealPhase => self.on_heal(record.time_us),
+            _ => {}
+        }
+    }
+
+    fn should_stop(&self, now_us: u64) -> bool {
+        let grace_over = self
+            .all_done_at_us
+            .is_some_and(|t| now_us > t + self.cfg.grace_ms * 1_000);
+        grace_over || self.deadline_us.is_some_and(|d| now_us > d)
+    }
+}

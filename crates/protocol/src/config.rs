@@ -1,0 +1,128 @@
+//! Protocol configuration, validated before any node runs.
+
+use crate::variant::Variant;
+use leasehold_interface::ServiceId;
+use serde::Serialize;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ProtocolConfig {
+    /// A worker renews its heartbeat document this often.
+    pub heartbeat_interval_ms: u64,
+    /// A reclaimer declares a worker dead once its heartbeat document's version
+    /// has not changed for this long on the reclaimer's own clock.
+    pub lease_timeout_ms: u64,
+    /// A reclaimer scans heartbeat documents this often.
+    pub scan_interval_ms: u64,
+    /// An idle worker looks for pending tasks this often.
+    pub poll_interval_ms: u64,
+    /// A store request without a reply by then has an unknown outcome.
+    pub store_timeout_ms: u64,
+    /// An effect call without a reply by then is retried (same key).
+    pub effect_timeout_ms: u64,
+    /// Wait before retrying a failed call.
+    pub retry_backoff_ms: u64,
+    /// The network's worst one-way delay; part of the self-fencing margin.
+    pub max_network_delay_ms: u64,
+    /// The worst rate difference between any node's clock and true time.
+    pub max_clock_drift_ppm: u64,
+    /// Tasks a worker runs at once.
+    pub slots_per_worker: u32,
+    /// Step `i` of a task calls service `step_services[i % len]`.
+    pub step_services: Vec<ServiceId>,
+    /// Documents per scan page.
+    pub scan_page_size: u32,
+    pub variant: Variant,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The offending field, as named in scenario files.
+    pub field: &'static str,
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+fn err(field: &'static str, message: String) -> Result<(), ConfigError> {
+    Err(ConfigError { field, message })
+}
+
+impl ProtocolConfig {
+    /// How long after sending a heartbeat that landed a worker may keep acting.
+    ///
+    /// A reclaimer declares death no earlier than `lease_timeout` after it saw
+    /// the new version, which is after the write landed, which is after it was
+    /// sent. The worker stops `max_network_delay` early so its last message
+    /// lands in time, and early by twice the drift bound over the lease in
+    /// case its clock runs slow while the reclaimer's runs fast.
+    pub fn self_fence_after_ms(&self) -> u64 {
+        let drift_ms = (self.lease_timeout_ms * 2 * self.max_clock_drift_ppm).div_ceil(1_000_000);
+        self.lease_timeout_ms
+            .saturating_sub(self.max_network_delay_ms)
+            .saturating_sub(drift_ms)
+            .saturating_sub(1)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let positive: [(&'static str, u64); 7] = [
+            ("heartbeat_interval_ms", self.heartbeat_interval_ms),
+            ("lease_timeout_ms", self.lease_timeout_ms),
+            ("scan_interval_ms", self.scan_interval_ms),
+            ("poll_interval_ms", self.poll_interval_ms),
+            ("store_timeout_ms", self.store_timeout_ms),
+            ("effect_timeout_ms", self.effect_timeout_ms),
+            ("retry_backoff_ms", self.retry_backoff_ms),
+        ];
+        for (field, value) in positive {
+            if value == 0 {
+                return err(field, "must be greater than 0".into());
+            }
+        }
+        if self.max_clock_drift_ppm >= 100_000 {
+            return err(
+                "max_clock_drift_ppm",
+                format!("{} ppm is over 10%; leases cannot be safe", self.max_clock_drift_ppm),
+            );
+        }
+        // A healthy worker must always be able to renew (one attempt that
+        // times out, then a retry) before it would fence itself.
+        let renew_ms = self.heartbeat_interval_ms
+            + self.store_timeout_ms
+            + 2 * self.max_network_delay_ms;
+        if self.self_fence_after_ms() <= renew_ms {
+            return err(
+                "lease_timeout_ms",
+                format!(
+                    "{} ms leaves a self-fencing deadline of {} ms, which must exceed heartbeat_interval_ms + store_timeout_ms + 2 x max_network_delay_ms = {} ms (healthy workers would flap dead)",
+                    self.lease_timeout_ms,
+                    self.self_fence_after_ms(),
+                    renew_ms
+                ),
+            );
+        }
+        if self.store_timeout_ms <= 2 * self.max_network_delay_ms {
+            return err(
+                "store_timeout_ms",
+                format!(
+                    "{} ms must exceed a round trip of 2 x max_network_delay_ms = {} ms",
+                    self.store_timeout_ms,
+                    2 * self.max_network_delay_ms
+                ),
+            );
+        }
+        if self.slots_per_worker == 0 || self.slots_per_worker > 1_024 {
+            return err("slots_per_worker", "must be between 1 and 1024".into());
+        }
+        if self.step_services.is_empty() {
+            return err("steps", "a task needs at least one step".into());
+        }
+        if self.scan_page_size == 0 || self.scan_page_size > 10_000 {
+            return err("scan_page_size", "must be between 1 and 10000".into());
+        }
+        Ok(())
+    }
+}

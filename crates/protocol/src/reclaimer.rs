@@ -1,0 +1,380 @@
+//! The reclaimer: notices workers that went quiet and re-queues their tasks.
+//!
+//! A worker is dead when its heartbeat document's *version* has not changed for
+//! the lease timeout recorded in that document, measured on the reclaimer's own
+//! clock from the moment the reclaimer first saw that version. No timestamp
+//! written by another node is ever compared with the local clock.
+//!
+//! Reclaiming is three kinds of conditional write, each safe to repeat and to
+//! race with other reclaimers: mark the heartbeat document dead (which also
+//! fences the worker: its next renewal fails), re-queue each task still owned
+//! by that incarnation (re-checking owner and epoch, bumping the epoch), then
+//! delete the dead document once it owns nothing. A reclaimer that crashes
+//! between any two of these leaves a `Dead` document behind, which every later
+//! scan picks up again.
+
+use crate::config::ProtocolConfig;
+use crate::docs::{DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskState};
+use crate::events::LeaseEvent;
+use crate::outbox::Outbox;
+use crate::variant::Variant;
+use crate::{LeaseInput, LeaseOutput};
+use leasehold_interface::{Document, Input, Instant, StoreReply, StoreRequest, Version};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// Listing rounds per dead worker per scan before waiting for the next scan
+/// (each round re-queues one page of tasks).
+const MAX_LIST_ROUNDS: u32 = 64;
+
+#[derive(Clone, Copy, Debug)]
+enum Purpose {
+    ScanMembers,
+    MarkDead { owner: Owner },
+    ListOwned { owner: Owner },
+    Requeue { owner: Owner },
+    DeleteMember { owner: Owner },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Observation {
+    version: Version,
+    /// Local time at which this reclaimer first saw `version`.
+    since: Instant,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Job {
+    dead_version: Version,
+    requeues_in_flight: u32,
+    rounds: u32,
+}
+
+pub struct Reclaimer {
+    cfg: Arc<ProtocolConfig>,
+    id: u32,
+    incarnation: u32,
+    next_scan_at: Option<Instant>,
+    scan_started_at: Instant,
+    scan_in_flight: bool,
+    seen_this_scan: BTreeSet<Owner>,
+    observed: BTreeMap<Owner, Observation>,
+    marking: BTreeSet<Owner>,
+    jobs: BTreeMap<Owner, Job>,
+    out: Outbox<Purpose>,
+}
+
+impl Reclaimer {
+    pub fn new(cfg: Arc<ProtocolConfig>, id: u32, incarnation: u32) -> Reclaimer {
+        debug_assert!(cfg.validate().is_ok());
+        Reclaimer {
+            cfg,
+            id,
+            incarnation,
+            next_scan_at: None,
+            scan_started_at: Instant::ZERO,
+            scan_in_flight: false,
+            seen_this_scan: BTreeSet::new(),
+            observed: BTreeMap::new(),
+            marking: BTreeSet::new(),
+            jobs: BTreeMap::new(),
+            out: Outbox::new(),
+        }
+    }
+
+    pub fn id(&self) -> (u32, u32) {
+        (self.id, self.incarnation)
+    }
+
+    pub fn poll_output(&mut self) -> Option<LeaseOutput> {
+        self.out.poll()
+    }
+
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let scan = if self.scan_in_flight {
+            None
+        } else {
+            self.next_scan_at
+        };
+        match (scan, self.out.earliest_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    pub fn handle_input(&mut self, now: Instant, input: LeaseInput) {
+        match input {
+            Input::Start => self.next_scan_at = Some(now),
+            Input::Timeout => {}
+            Input::StoreReply { request, reply } => {
+                if let Some(purpose) = self.out.take(request) {
+                    self.on_reply(now, purpose, reply);
+                }
+            }
+            Input::EffectReply { .. } => unreachable!("reclaimers call no effects"),
+        }
+        for purpose in self.out.expire(now) {
+            self.on_timeout(now, purpose);
+        }
+        if !self.scan_in_flight && self.next_scan_at.is_some_and(|t| now >= t) {
+            self.scan_started_at = now;
+            self.seen_this_scan.clear();
+            self.scan_members(now, DocKey::member_range().0);
+        }
+    }
+
+    fn deadline(&self, now: Instant) -> Instant {
+        now.plus_ms(self.cfg.store_timeout_ms)
+    }
+
+    fn scan_members(&mut self, now: Instant, start: DocKey) {
+        self.scan_in_flight = true;
+        let op = StoreRequest::Scan {
+            start,
+            end: DocKey::member_range().1,
+            limit: self.cfg.scan_page_size,
+        };
+        self.out.store(op, Purpose::ScanMembers, self.deadline(now));
+    }
+
+    fn finish_scan(&mut self) {
+        self.scan_in_flight = false;
+        self.next_scan_at = if self.cfg.variant == Variant::ReclaimOnlyAtStartup {
+            None
+        } else {
+            Some(self.scan_started_at.plus_ms(self.cfg.scan_interval_ms))
+        };
+    }
+
+    fn on_timeout(&mut self, _now: Instant, purpose: Purpose) {
+        match purpose {
+            // Every step is re-derived from the store at the next scan.
+            Purpose::ScanMembers => self.finish_scan(),
+            Purpose::MarkDead { owner } => {
+                self.marking.remove(&owner);
+            }
+            Purpose::ListOwned { owner } | Purpose::DeleteMember { owner } => {
+                self.jobs.remove(&owner);
+            }
+            Purpose::Requeue { owner } => self.requeue_settled(_now, owner),
+        }
+    }
+
+    fn on_reply(&mut self, now: Instant, purpose: Purpose, reply: StoreReply<DocKey, DocValue>) {
+        match purpose {
+            Purpose::ScanMembers => match reply {
+                StoreReply::Scanned { docs, more } => {
+                    let last = docs.last().map(|d| d.key);
+                    for doc in &docs {
+                        self.consider_member(now, doc);
+                    }
+                    match (more, last) {
+                        (true, Some(DocKey::Member { owner })) => {
+                            self.scan_members(now, DocKey::Member { owner: successor(owner) })
+                        }
+                        _ => {
+                            // Forget workers whose documents are gone, so
+                            // memory follows the live fleet.
+                            let seen = std::mem::take(&mut self.seen_this_scan);
+                            self.observed.retain(|o, _| seen.contains(o));
+                            self.finish_scan();
+                        }
+                    }
+                }
+                _ => self.finish_scan(),
+            },
+            Purpose::MarkDead { owner } => {
+                self.marking.remove(&owner);
+                if let StoreReply::Written { version } = reply {
+                    self.out.event(LeaseEvent::DeclaredDead { owner });
+                    self.start_job(now, owner, version);
+                }
+                // A conflict means it renewed or another reclaimer got there
+                // first; the next scan sees which.
+            }
+            Purpose::ListOwned { owner } => match reply {
+                StoreReply::Scanned { docs, .. } => self.requeue_page(now, owner, &docs),
+                _ => {
+                    self.jobs.remove(&owner);
+                }
+            },
+            Purpose::Requeue { owner } => {
+                if let StoreReply::Written { .. } = reply {
+                    // Event emitted when sent; nothing more to learn.
+                }
+                self.requeue_settled(now, owner);
+            }
+            Purpose::DeleteMember { owner } => {
+                self.jobs.remove(&owner);
+                if let StoreReply::Deleted = reply {
+                    self.out.event(LeaseEvent::ReclaimFinished { owner });
+                }
+            }
+        }
+    }
+
+    fn consider_member(&mut self, now: Instant, doc: &Document<DocKey, DocValue>) {
+        let (DocKey::Member { owner }, Some(member)) = (doc.key, doc.value.as_member()) else {
+            return;
+        };
+        self.seen_this_scan.insert(owner);
+        match member.status {
+            MemberStatus::Dead => {
+                if !self.jobs.contains_key(&owner) {
+                    self.start_job(now, owner, doc.version);
+                }
+            }
+            MemberStatus::Alive => {
+                let obs = self.observed.entry(owner).or_insert(Observation {
+                    version: doc.version,
+                    since: now,
+                });
+                if obs.version != doc.version {
+                    *obs = Observation {
+                        version: doc.version,
+                        since: now,
+                    };
+                    return;
+                }
+                let quiet_us = now.saturating_us_since(obs.since);
+                if quiet_us >= member.lease_timeout_ms * 1_000 && !self.marking.contains(&owner) {
+                    self.mark_dead(now, owner, doc.version, *member);
+                }
+            }
+        }
+    }
+
+    fn mark_dead(&mut self, now: Instant, owner: Owner, version: Version, member: MemberDoc) {
+        self.marking.insert(owner);
+        let op = StoreRequest::PutIfVersion {
+            key: DocKey::Member { owner },
+            expected: version,
+            value: DocValue::Member(MemberDoc {
+                status: MemberStatus::Dead,
+                ..member
+            }),
+            index: None,
+        };
+        self.out
+            .store(op, Purpose::MarkDead { owner }, self.deadline(now));
+    }
+
+    fn start_job(&mut self, now: Instant, owner: Owner, dead_version: Version) {
+        assert!(!self.jobs.contains_key(&owner), "two reclaim jobs for one owner");
+        self.jobs.insert(
+            owner,
+            Job {
+                dead_version,
+                requeues_in_flight: 0,
+                rounds: 0,
+            },
+        );
+        self.list_owned(now, owner);
+    }
+
+    fn list_owned(&mut self, now: Instant, owner: Owner) {
+        let job = self.jobs.get_mut(&owner).expect("job exists");
+        job.rounds += 1;
+        if job.rounds > MAX_LIST_ROUNDS {
+            // Give the store a rest; the next scan resumes from the Dead doc.
+            self.jobs.remove(&owner);
+            return;
+        }
+        let (start, end) = DocKey::owned_range(owner);
+        let op = StoreRequest::ScanIndex {
+            start,
+            end,
+            limit: self.cfg.scan_page_size,
+        };
+        self.out
+            .store(op, Purpose::ListOwned { owner }, self.deadline(now));
+    }
+
+    fn requeue_page(&mut self, now: Instant, owner: Owner, docs: &[Document<DocKey, DocValue>]) {
+        if docs.is_empty() {
+            let expected = self.jobs[&owner].dead_version;
+            let op = StoreRequest::DeleteIfVersion {
+                key: DocKey::Member { owner },
+                expected,
+            };
+            self.out
+                .store(op, Purpose::DeleteMember { owner }, self.deadline(now));
+            return;
+        }
+        let mut sent = 0;
+        for doc in docs {
+            let (DocKey::Task { task }, Some(t)) = (doc.key, doc.value.as_task()) else {
+                continue;
+            };
+            if t.state != TaskState::Running || t.owner != Some(owner) {
+                continue;
+            }
+            let epoch = if self.cfg.variant == Variant::ReclaimWithoutEpochBump {
+                t.epoch
+            } else {
+                t.epoch + 1
+            };
+            let requeued = TaskDoc {
+                state: TaskState::Pending,
+                owner: None,
+                epoch,
+                ..*t
+            };
+            let index = requeued.index_key(task);
+            let op = if self.cfg.variant == Variant::ReclaimById {
+                StoreRequest::PutUnconditional {
+                    key: doc.key,
+                    value: DocValue::Task(requeued),
+                    index,
+                }
+            } else {
+                StoreRequest::PutIfVersion {
+                    key: doc.key,
+                    expected: doc.version,
+                    value: DocValue::Task(requeued),
+                    index,
+                }
+            };
+            self.out.event(LeaseEvent::Requeued {
+                task,
+                from: owner,
+                epoch,
+            });
+            self.out
+                .store(op, Purpose::Requeue { owner }, self.deadline(now));
+            sent += 1;
+        }
+        let job = self.jobs.get_mut(&owner).expect("job exists");
+        job.requeues_in_flight = sent;
+        if sent == 0 {
+            // The index listed documents that moved on meanwhile; list again.
+            self.list_owned(now, owner);
+        }
+    }
+
+    fn requeue_settled(&mut self, now: Instant, owner: Owner) {
+        let Some(job) = self.jobs.get_mut(&owner) else {
+            return;
+        };
+        assert!(job.requeues_in_flight > 0, "requeue reply without a requeue");
+        job.requeues_in_flight -= 1;
+        if job.requeues_in_flight == 0 {
+            // Re-list: conflicts (a task that moved) and further pages alike.
+            self.list_owned(now, owner);
+        }
+    }
+}
+
+/// The smallest owner after `owner`: where the next scan page starts.
+fn successor(owner: Owner) -> Owner {
+    match owner.incarnation.checked_add(1) {
+        Some(incarnation) => Owner {
+            incarnation,
+            ..owner
+        },
+        None => Owner {
+            worker: owner.worker + 1,
+            incarnation: 0,
+        },
+    }
+}

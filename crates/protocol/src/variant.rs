@@ -1,0 +1,120 @@
+//! Protocol variants: the correct protocol, and planted bugs modelled on
+//! failures real systems shipped. A variant is a small deviation inside the
+//! real code paths (`if cfg.variant == ...`), never a second copy.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Variant {
+    Correct,
+    UnconditionalClaim,
+    ReclaimById,
+    ReclaimWithoutEpochBump,
+    NoIdempotencyKey,
+    ProgressBeforeEffect,
+    ReclaimOnlyAtStartup,
+    NoSelfFencing,
+}
+
+pub struct VariantInfo {
+    pub variant: Variant,
+    pub name: &'static str,
+    pub description: &'static str,
+    pub mirrors: &'static str,
+}
+
+const CATALOGUE: &[VariantInfo] = &[
+    VariantInfo {
+        variant: Variant::Correct,
+        name: "correct",
+        description: "the protocol as designed: conditional writes everywhere, epochs bumped on claim and re-queue, self-fencing",
+        mirrors: "-",
+    },
+    VariantInfo {
+        variant: Variant::UnconditionalClaim,
+        name: "unconditional-claim",
+        description: "claims a pending task with a blind write instead of a write conditional on its version",
+        mirrors: "read-then-write claims without compare-and-set (the reason etcd Txn and k8s resourceVersion exist)",
+    },
+    VariantInfo {
+        variant: Variant::ReclaimById,
+        name: "reclaim-by-id",
+        description: "re-queues a dead worker's task by id only, without re-checking owner and epoch in the write",
+        mirrors: "River #1302: rescue UPDATE by id overwrote jobs completed or re-claimed meanwhile",
+    },
+    VariantInfo {
+        variant: Variant::ReclaimWithoutEpochBump,
+        name: "reclaim-without-epoch-bump",
+        description: "re-queues tasks without bumping the epoch, so a fencing token repeats",
+        mirrors: "fencing tokens that do not increase on every grant (Kleppmann 2016)",
+    },
+    VariantInfo {
+        variant: Variant::NoIdempotencyKey,
+        name: "no-idempotency-key",
+        description: "calls effects without an idempotency key; a retry after a crash applies the effect twice",
+        mirrors: "effect applied, crash before progress recorded, retry charges the card twice",
+    },
+    VariantInfo {
+        variant: Variant::ProgressBeforeEffect,
+        name: "progress-before-effect",
+        description: "records a step as done before calling its effect; a crash in between skips the step forever",
+        mirrors: "progress recorded before the effect: the step is marked done but never happened",
+    },
+    VariantInfo {
+        variant: Variant::ReclaimOnlyAtStartup,
+        name: "reclaim-only-at-startup",
+        description: "the reclaimer scans once when it starts and never again",
+        mirrors: "Sidekiq super_fetch recovers orphans only at process startup (#5540)",
+    },
+    VariantInfo {
+        variant: Variant::NoSelfFencing,
+        name: "no-self-fencing",
+        description: "a worker keeps working after its heartbeats stopped landing past its lease",
+        mirrors: "workers that keep going after losing their lease (Curator CURATOR-206, etcd #11456)",
+    },
+];
+
+impl Variant {
+    pub fn catalogue() -> &'static [VariantInfo] {
+        CATALOGUE
+    }
+
+    pub fn all() -> impl Iterator<Item = Variant> {
+        CATALOGUE.iter().map(|i| i.variant)
+    }
+
+    pub fn info(self) -> &'static VariantInfo {
+        CATALOGUE
+            .iter()
+            .find(|i| i.variant == self)
+            .expect("every variant is catalogued")
+    }
+
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    pub fn from_name(name: &str) -> Option<Variant> {
+        CATALOGUE.iter().find(|i| i.name == name).map(|i| i.variant)
+    }
+}
+
+impl std::fmt::Display for Variant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for v in Variant::all() {
+            assert_eq!(Variant::from_name(v.name()), Some(v));
+        }
+        assert_eq!(Variant::from_name("nope"), None);
+    }
+}

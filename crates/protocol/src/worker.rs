@@ -1,0 +1,722 @@
+//! The worker: one heartbeat document, claims with compare-and-set, steps run
+//! through idempotent effects, progress recorded conditionally, self-fencing.
+
+use crate::config::ProtocolConfig;
+use crate::docs::{DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId, TaskState};
+use crate::events::LeaseEvent;
+use crate::outbox::Outbox;
+use crate::variant::Variant;
+use crate::{LeaseInput, LeaseOutput};
+use leasehold_interface::{
+    Document, EffectReply, EffectRequest, Input, Instant, StoreReply, StoreRequest, Version,
+};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Pending-task candidates fetched per poll.
+const POLL_BATCH: u32 = 16;
+/// Claim conflicts in a row before the worker backs off to its poll interval.
+const MAX_CLAIM_RETRIES: u32 = 4;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Registering,
+    Active,
+    /// Fenced or exited: ignores every input.
+    Stopped,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Purpose {
+    Register { sent_at: Instant },
+    Heartbeat { sent_at: Instant, beats: u64 },
+    Poll,
+    Claim { task: TaskId, claimed: TaskDoc },
+    ClaimCheck { task: TaskId, epoch: u64 },
+    Effect { task: TaskId, epoch: u64, step: u32 },
+    Progress { task: TaskId, epoch: u64, step: u32 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wait {
+    Effect,
+    Progress,
+    RetryEffectAt(Instant),
+    RetryProgressAt(Instant),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    epoch: u64,
+    /// Version of the task document after our last write that landed.
+    version: Version,
+    steps_total: u32,
+    /// The step being executed (0-based).
+    step: u32,
+    wait: Wait,
+}
+
+pub struct Worker {
+    cfg: Arc<ProtocolConfig>,
+    me: Owner,
+    phase: Phase,
+    member_version: Version,
+    beats: u64,
+    /// Local send time of the newest heartbeat known to have landed.
+    renewed_at: Option<Instant>,
+    heartbeat_in_flight: bool,
+    next_heartbeat_at: Instant,
+    polling: bool,
+    next_poll_at: Instant,
+    claim_retries: u32,
+    retry_register_at: Option<Instant>,
+    runs: BTreeMap<TaskId, Run>,
+    out: Outbox<Purpose>,
+}
+
+impl Worker {
+    pub fn new(cfg: Arc<ProtocolConfig>, me: Owner) -> Worker {
+        debug_assert!(cfg.validate().is_ok());
+        assert!(me.incarnation > 0, "incarnations start at 1");
+        Worker {
+            cfg,
+            me,
+            phase: Phase::Registering,
+            member_version: 0,
+            beats: 0,
+            renewed_at: None,
+            heartbeat_in_flight: false,
+            next_heartbeat_at: Instant::ZERO,
+            polling: false,
+            next_poll_at: Instant::ZERO,
+            claim_retries: 0,
+            retry_register_at: None,
+            runs: BTreeMap::new(),
+            out: Outbox::new(),
+        }
+    }
+
+    pub fn owner(&self) -> Owner {
+        self.me
+    }
+
+    pub fn running_tasks(&self) -> usize {
+        self.runs.len()
+    }
+
+    pub fn poll_output(&mut self) -> Option<LeaseOutput> {
+        self.out.poll()
+    }
+
+    fn variant(&self) -> Variant {
+        self.cfg.variant
+    }
+
+    fn lease_deadline(&self) -> Option<Instant> {
+        self.renewed_at
+            .map(|t| t.plus_ms(self.cfg.self_fence_after_ms()))
+    }
+
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.phase == Phase::Stopped {
+            return None;
+        }
+        let mut next = self.out.earliest_deadline();
+        let mut consider = |t: Instant| next = Some(next.map_or(t, |n: Instant| n.min(t)));
+        if let Some(t) = self.retry_register_at {
+            consider(t);
+        }
+        if self.phase == Phase::Active {
+            if self.variant() != Variant::NoSelfFencing {
+                if let Some(t) = self.lease_deadline() {
+                    consider(t);
+                }
+            }
+            if !self.heartbeat_in_flight {
+                consider(self.next_heartbeat_at);
+            }
+            if !self.polling && self.free_slots() > 0 {
+                consider(self.next_poll_at);
+            }
+            for run in self.runs.values() {
+                if let Wait::RetryEffectAt(t) | Wait::RetryProgressAt(t) = run.wait {
+                    consider(t);
+                }
+            }
+        }
+        next
+    }
+
+    fn free_slots(&self) -> usize {
+        (self.cfg.slots_per_worker as usize).saturating_sub(self.runs.len())
+    }
+
+    pub fn handle_input(&mut self, now: Instant, input: LeaseInput) {
+        if self.phase == Phase::Stopped {
+            return;
+        }
+        // Self-fencing comes first: a reply that arrives after the lease may
+        // have lapsed must not trigger one more effect or write.
+        if self.phase == Phase::Active && self.variant() != Variant::NoSelfFencing {
+            if let Some(deadline) = self.lease_deadline() {
+                if now >= deadline {
+                    self.stop(true);
+                    return;
+                }
+            }
+        }
+        match input {
+            Input::Start => self.register(now),
+            Input::Timeout => {}
+            Input::StoreReply { request, reply } => {
+                if let Some(purpose) = self.out.take(request) {
+                    self.on_store_reply(now, purpose, reply);
+                }
+            }
+            Input::EffectReply { request, reply } => {
+                if let Some(Purpose::Effect { task, epoch, step }) = self.out.take(request) {
+                    self.on_effect_reply(now, task, epoch, step, reply);
+                }
+            }
+        }
+        if self.phase != Phase::Stopped {
+            self.on_time(now);
+        }
+    }
+
+    fn member_doc(&self, now: Instant, beats: u64, status: MemberStatus) -> DocValue {
+        DocValue::Member(MemberDoc {
+            owner: self.me,
+            status,
+            beats,
+            lease_timeout_ms: self.cfg.lease_timeout_ms,
+            written_at_ms: now.as_millis(),
+        })
+    }
+
+    fn register(&mut self, now: Instant) {
+        assert_eq!(self.phase, Phase::Registering);
+        self.retry_register_at = None;
+        let op = StoreRequest::CreateIfAbsent {
+            key: DocKey::Member { owner: self.me },
+            value: self.member_doc(now, 0, MemberStatus::Alive),
+            index: None,
+        };
+        let deadline = now.plus_ms(self.cfg.store_timeout_ms);
+        self.out
+            .store(op, Purpose::Register { sent_at: now }, deadline);
+    }
+
+    /// Stop all work for good; the host restarts us as a new incarnation.
+    fn stop(&mut self, lease_lost: bool) {
+        self.out.event(LeaseEvent::Fenced {
+            owner: self.me,
+            lease_lost,
+        });
+        self.runs.clear();
+        self.out.clear_pending();
+        self.phase = Phase::Stopped;
+        self.out.exit();
+    }
+
+    fn renewed(&mut self, sent_at: Instant, version: Version, beats: u64) {
+        self.member_version = version;
+        self.beats = beats;
+        if self.renewed_at.is_none_or(|t| sent_at > t) {
+            self.renewed_at = Some(sent_at);
+        }
+        self.next_heartbeat_at = sent_at.plus_ms(self.cfg.heartbeat_interval_ms);
+    }
+
+    fn on_time(&mut self, now: Instant) {
+        for purpose in self.out.expire(now) {
+            self.on_timeout(now, purpose);
+            if self.phase == Phase::Stopped {
+                return;
+            }
+        }
+        if self.phase == Phase::Registering {
+            if self.retry_register_at.is_some_and(|t| now >= t) {
+                self.register(now);
+            }
+            return;
+        }
+        if !self.heartbeat_in_flight && now >= self.next_heartbeat_at {
+            self.send_heartbeat(now);
+        }
+        let due: Vec<(TaskId, Wait)> = self
+            .runs
+            .iter()
+            .filter(|(_, r)| {
+                matches!(r.wait, Wait::RetryEffectAt(t) | Wait::RetryProgressAt(t) if now >= t)
+            })
+            .map(|(t, r)| (*t, r.wait))
+            .collect();
+        for (task, wait) in due {
+            match wait {
+                Wait::RetryEffectAt(_) => self.call_effect(now, task),
+                Wait::RetryProgressAt(_) => self.write_progress(now, task),
+                _ => unreachable!("filtered"),
+            }
+        }
+        if !self.polling && self.free_slots() > 0 && now >= self.next_poll_at {
+            self.poll(now);
+        }
+    }
+
+    fn send_heartbeat(&mut self, now: Instant) {
+        debug_assert_eq!(self.phase, Phase::Active);
+        let beats = self.beats + 1;
+        let op = StoreRequest::PutIfVersion {
+            key: DocKey::Member { owner: self.me },
+            expected: self.member_version,
+            value: self.member_doc(now, beats, MemberStatus::Alive),
+            index: None,
+        };
+        self.heartbeat_in_flight = true;
+        let deadline = now.plus_ms(self.cfg.store_timeout_ms);
+        self.out
+            .store(op, Purpose::Heartbeat { sent_at: now, beats }, deadline);
+    }
+
+    fn poll(&mut self, now: Instant) {
+        let (start, end) = DocKey::pending_range();
+        self.polling = true;
+        let deadline = now.plus_ms(self.cfg.store_timeout_ms);
+        self.out.store(
+            StoreRequest::ScanIndex {
+                start,
+                end,
+                limit: POLL_BATCH,
+            },
+            Purpose::Poll,
+            deadline,
+        );
+    }
+
+    fn poll_later(&mut self, now: Instant) {
+        self.polling = false;
+        self.next_poll_at = now.plus_ms(self.cfg.poll_interval_ms);
+    }
+
+    fn on_timeout(&mut self, now: Instant, purpose: Purpose) {
+        match purpose {
+            Purpose::Register { .. } => self.retry_register_at = Some(now),
+            Purpose::Heartbeat { .. } => {
+                // Outcome unknown. Retry at once; if the lost write landed,
+                // the retry's conflict shows our own beat and we adopt it.
+                self.heartbeat_in_flight = false;
+                self.next_heartbeat_at = now;
+            }
+            Purpose::Poll => self.poll_later(now),
+            Purpose::Claim {
+                task,
+                claimed: TaskDoc { epoch, .. },
+            }
+            | Purpose::ClaimCheck { task, epoch } => {
+                // Did our claim land? Ask rather than guess (a lost claim
+                // acknowledgement must not strand a task we own).
+                let deadline = now.plus_ms(self.cfg.store_timeout_ms);
+                self.out.store(
+                    StoreRequest::Get {
+                        key: DocKey::Task { task },
+                    },
+                    Purpose::ClaimCheck { task, epoch },
+                    deadline,
+                );
+            }
+            Purpose::Effect { task, epoch, step } => {
+                if let Some(run) = self.runs.get_mut(&task) {
+                    if run.epoch == epoch && run.step == step && run.wait == Wait::Effect {
+                        run.wait = Wait::RetryEffectAt(now);
+                    }
+                }
+            }
+            Purpose::Progress { task, epoch, step } => {
+                if let Some(run) = self.runs.get_mut(&task) {
+                    if run.epoch == epoch && run.step == step && run.wait == Wait::Progress {
+                        run.wait = Wait::RetryProgressAt(now);
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_store_reply(
+        &mut self,
+        now: Instant,
+        purpose: Purpose,
+        reply: StoreReply<DocKey, DocValue>,
+    ) {
+        match purpose {
+            Purpose::Register { sent_at } => self.on_register_reply(now, sent_at, reply),
+            Purpose::Heartbeat { sent_at, beats } => {
+                self.on_heartbeat_reply(now, sent_at, beats, reply)
+            }
+            Purpose::Poll => self.on_poll_reply(now, reply),
+            Purpose::Claim { task, claimed } => self.on_claim_reply(now, task, claimed, reply),
+            Purpose::ClaimCheck { task, epoch } => match reply {
+                StoreReply::Got { doc } => {
+                    let mine = doc
+                        .as_ref()
+                        .and_then(|d| self.my_claim(d, epoch).map(|t| (t, d.version)));
+                    match mine {
+                        Some((claimed, version)) => self.start_run(now, task, claimed, version),
+                        None => self.poll_later(now),
+                    }
+                }
+                _ => self.on_timeout(now, Purpose::ClaimCheck { task, epoch }),
+            },
+            Purpose::Progress { task, epoch, step } => {
+                self.on_progress_reply(now, task, epoch, step, reply)
+            }
+            Purpose::Effect { .. } => unreachable!("effects get effect replies"),
+        }
+    }
+
+    fn on_register_reply(
+        &mut self,
+        now: Instant,
+        sent_at: Instant,
+        reply: StoreReply<DocKey, DocValue>,
+    ) {
+        let version = match reply {
+            StoreReply::Written { version } => version,
+            // Our create landed but its reply was lost, and a retry conflicted
+            // with it: the document is ours.
+            StoreReply::Conflict {
+                current: Some(Document { version, value, .. }),
+            } if value.as_member().is_some_and(|m| {
+                m.owner == self.me && m.status == MemberStatus::Alive && m.beats == 0
+            }) =>
+            {
+                version
+            }
+            StoreReply::Conflict { .. } => {
+                // Someone declared this incarnation dead already.
+                self.stop(true);
+                return;
+            }
+            _ => {
+                self.retry_register_at = Some(now.plus_ms(self.cfg.retry_backoff_ms));
+                return;
+            }
+        };
+        self.phase = Phase::Active;
+        self.renewed(sent_at, version, 0);
+        self.next_poll_at = now;
+        self.out.event(LeaseEvent::Registered { owner: self.me });
+    }
+
+    fn on_heartbeat_reply(
+        &mut self,
+        now: Instant,
+        sent_at: Instant,
+        beats: u64,
+        reply: StoreReply<DocKey, DocValue>,
+    ) {
+        self.heartbeat_in_flight = false;
+        match reply {
+            StoreReply::Written { version } => self.renewed(sent_at, version, beats),
+            StoreReply::Conflict { current } => {
+                let member = current.as_ref().and_then(|d| d.value.as_member().copied());
+                match member {
+                    Some(m) if m.owner == self.me && m.status == MemberStatus::Alive => {
+                        // An earlier, timed-out heartbeat of ours landed. We do
+                        // not know when it was sent, so do not extend the
+                        // lease; adopt the version and renew again now.
+                        let doc = current.expect("matched");
+                        self.member_version = doc.version;
+                        self.beats = m.beats;
+                        self.next_heartbeat_at = now;
+                    }
+                    // Declared dead, or deleted after being declared dead.
+                    _ => self.stop(true),
+                }
+            }
+            _ => self.next_heartbeat_at = now.plus_ms(self.cfg.retry_backoff_ms),
+        }
+    }
+
+    fn on_poll_reply(&mut self, now: Instant, reply: StoreReply<DocKey, DocValue>) {
+        let StoreReply::Scanned { docs, .. } = reply else {
+            self.poll_later(now);
+            return;
+        };
+        let candidates: Vec<&Document<DocKey, DocValue>> = docs
+            .iter()
+            .filter(|d| {
+                matches!(d.key, DocKey::Task { task } if !self.runs.contains_key(&task))
+                    && d.value
+                        .as_task()
+                        .is_some_and(|t| t.state == TaskState::Pending)
+            })
+            .collect();
+        if candidates.is_empty() || self.free_slots() == 0 {
+            self.poll_later(now);
+            return;
+        }
+        // Spread workers over the candidates instead of all racing for the
+        // first; deterministic, since the protocol draws no randomness.
+        let pick = (self.me.worker as usize + self.claim_retries as usize) % candidates.len();
+        let doc = candidates[pick];
+        let DocKey::Task { task } = doc.key else {
+            unreachable!("filtered")
+        };
+        let current = *doc.value.as_task().expect("filtered");
+        let claimed = TaskDoc {
+            state: TaskState::Running,
+            owner: Some(self.me),
+            epoch: current.epoch + 1,
+            ..current
+        };
+        let index = claimed.index_key(task);
+        let op = if self.variant() == Variant::UnconditionalClaim {
+            StoreRequest::PutUnconditional {
+                key: doc.key,
+                value: DocValue::Task(claimed),
+                index,
+            }
+        } else {
+            StoreRequest::PutIfVersion {
+                key: doc.key,
+                expected: doc.version,
+                value: DocValue::Task(claimed),
+                index,
+            }
+        };
+        let deadline = now.plus_ms(self.cfg.store_timeout_ms);
+        self.out.store(op, Purpose::Claim { task, claimed }, deadline);
+    }
+
+    /// `Some` if `doc` shows our own claim at `epoch`.
+    fn my_claim(&self, doc: &Document<DocKey, DocValue>, epoch: u64) -> Option<TaskDoc> {
+        let t = doc.value.as_task()?;
+        (t.owner == Some(self.me) && t.epoch == epoch && t.state == TaskState::Running)
+            .then_some(*t)
+    }
+
+    fn on_claim_reply(
+        &mut self,
+        now: Instant,
+        task: TaskId,
+        claimed: TaskDoc,
+        reply: StoreReply<DocKey, DocValue>,
+    ) {
+        match reply {
+            StoreReply::Written { version } => {
+                self.claim_retries = 0;
+                self.start_run(now, task, claimed, version);
+            }
+            // Our claim landed earlier but the acknowledgement was lost.
+            StoreReply::Conflict { current: Some(doc) } if self.my_claim(&doc, claimed.epoch).is_some() => {
+                self.claim_retries = 0;
+                let mine = self.my_claim(&doc, claimed.epoch).expect("checked");
+                self.start_run(now, task, mine, doc.version);
+            }
+            StoreReply::Conflict { .. } => {
+                self.claim_retries += 1;
+                if self.claim_retries < MAX_CLAIM_RETRIES {
+                    self.polling = false;
+                    self.next_poll_at = now;
+                } else {
+                    self.claim_retries = 0;
+                    self.poll_later(now);
+                }
+            }
+            _ => self.poll_later(now),
+        }
+    }
+
+    fn start_run(&mut self, now: Instant, task: TaskId, doc: TaskDoc, version: Version) {
+        assert_eq!(doc.state, TaskState::Running);
+        assert_eq!(doc.owner, Some(self.me));
+        assert!(doc.steps_done < doc.steps_total, "a running task has steps left");
+        assert!(!self.runs.contains_key(&task), "claimed a task we already run");
+        assert!(self.runs.len() < self.cfg.slots_per_worker as usize, "claimed past our slots");
+        self.polling = false;
+        self.next_poll_at = now;
+        self.runs.insert(
+            task,
+            Run {
+                epoch: doc.epoch,
+                version,
+                steps_total: doc.steps_total,
+                step: doc.steps_done,
+                wait: Wait::Effect,
+            },
+        );
+        self.out.event(LeaseEvent::Claimed {
+            task,
+            epoch: doc.epoch,
+        });
+        self.begin_step(now, task);
+    }
+
+    fn begin_step(&mut self, now: Instant, task: TaskId) {
+        let run = self.runs[&task];
+        self.out.event(LeaseEvent::StepStarted {
+            task,
+            epoch: run.epoch,
+            step: run.step,
+        });
+        if self.variant() == Variant::ProgressBeforeEffect {
+            self.write_progress(now, task);
+        } else {
+            self.call_effect(now, task);
+        }
+    }
+
+    fn call_effect(&mut self, now: Instant, task: TaskId) {
+        let run = self.runs.get_mut(&task).expect("running");
+        run.wait = Wait::Effect;
+        let services = &self.cfg.step_services;
+        let call = EffectRequest {
+            service: services[run.step as usize % services.len()],
+            resource: task.0 as u64,
+            step: run.step,
+            token: run.epoch,
+            idempotency_key: self.cfg.variant != Variant::NoIdempotencyKey,
+        };
+        let purpose = Purpose::Effect {
+            task,
+            epoch: run.epoch,
+            step: run.step,
+        };
+        let deadline = now.plus_ms(self.cfg.effect_timeout_ms);
+        self.out.effect(call, purpose, deadline);
+    }
+
+    /// Record that the current step is done: a write conditional on the
+    /// version of our own last write, so it lands only if nobody touched the
+    /// task since. The last step's write completes the task.
+    fn write_progress(&mut self, now: Instant, task: TaskId) {
+        let run = self.runs.get_mut(&task).expect("running");
+        run.wait = Wait::Progress;
+        let steps_done = run.step + 1;
+        let state = if steps_done == run.steps_total {
+            TaskState::Done
+        } else {
+            TaskState::Running
+        };
+        let doc = TaskDoc {
+            state,
+            owner: Some(self.me),
+            epoch: run.epoch,
+            steps_done,
+            steps_total: run.steps_total,
+        };
+        let op = StoreRequest::PutIfVersion {
+            key: DocKey::Task { task },
+            expected: run.version,
+            value: DocValue::Task(doc),
+            index: doc.index_key(task),
+        };
+        let purpose = Purpose::Progress {
+            task,
+            epoch: run.epoch,
+            step: run.step,
+        };
+        let deadline = now.plus_ms(self.cfg.store_timeout_ms);
+        self.out.store(op, purpose, deadline);
+    }
+
+    fn abandon(&mut self, task: TaskId) {
+        if let Some(run) = self.runs.remove(&task) {
+            self.out.event(LeaseEvent::Abandoned {
+                task,
+                epoch: run.epoch,
+            });
+        }
+    }
+
+    fn current_run(&self, task: TaskId, epoch: u64, step: u32, wait: Wait) -> bool {
+        self.runs
+            .get(&task)
+            .is_some_and(|r| r.epoch == epoch && r.step == step && r.wait == wait)
+    }
+
+    fn on_effect_reply(
+        &mut self,
+        now: Instant,
+        task: TaskId,
+        epoch: u64,
+        step: u32,
+        reply: EffectReply,
+    ) {
+        if !self.current_run(task, epoch, step, Wait::Effect) {
+            return; // a reply for work we already gave up
+        }
+        match reply {
+            EffectReply::Applied | EffectReply::Deduplicated => {
+                if self.variant() == Variant::ProgressBeforeEffect {
+                    self.next_step(now, task);
+                } else {
+                    self.write_progress(now, task);
+                }
+            }
+            // The service has seen a newer epoch: the task moved on.
+            EffectReply::RejectedStale => self.abandon(task),
+            EffectReply::Failed => {
+                let run = self.runs.get_mut(&task).expect("checked");
+                run.wait = Wait::RetryEffectAt(now.plus_ms(self.cfg.retry_backoff_ms));
+            }
+        }
+    }
+
+    fn next_step(&mut self, now: Instant, task: TaskId) {
+        let run = self.runs.get_mut(&task).expect("running");
+        let epoch = run.epoch;
+        let step = run.step;
+        self.out.event(LeaseEvent::StepRecorded { task, epoch, step });
+        if step + 1 == run.steps_total {
+            self.runs.remove(&task);
+            self.out.event(LeaseEvent::Completed { task, epoch });
+            self.next_poll_at = now;
+            return;
+        }
+        run.step += 1;
+        self.begin_step(now, task);
+    }
+
+    fn on_progress_reply(
+        &mut self,
+        now: Instant,
+        task: TaskId,
+        epoch: u64,
+        step: u32,
+        reply: StoreReply<DocKey, DocValue>,
+    ) {
+        if !self.current_run(task, epoch, step, Wait::Progress) {
+            return;
+        }
+        let landed = match reply {
+            StoreReply::Written { version } => Some(version),
+            // A retry of ours conflicted with our own earlier write.
+            StoreReply::Conflict { current: Some(doc) }
+                if doc.value.as_task().is_some_and(|t| {
+                    t.owner == Some(self.me) && t.epoch == epoch && t.steps_done == step + 1
+                }) =>
+            {
+                Some(doc.version)
+            }
+            StoreReply::Conflict { .. } => {
+                // Re-queued or re-claimed: it is not ours any more.
+                self.abandon(task);
+                return;
+            }
+            _ => {
+                let run = self.runs.get_mut(&task).expect("checked");
+                run.wait = Wait::RetryProgressAt(now.plus_ms(self.cfg.retry_backoff_ms));
+                return;
+            }
+        };
+        let run = self.runs.get_mut(&task).expect("checked");
+        run.version = landed.expect("set above");
+        if self.variant() == Variant::ProgressBeforeEffect {
+            self.call_effect(now, task);
+        } else {
+            self.next_step(now, task);
+        }
+    }
+}

@@ -1,0 +1,80 @@
+use super::{bad_input, EXIT_OK, EXIT_VIOLATION};
+use leasehold::simulate;
+use leasehold::trace::{TraceComparer, TraceFile};
+use leasehold::Scenario;
+use leasehold_protocol::Variant;
+use std::path::Path;
+
+pub fn replay(path: &Path, json: bool) -> u8 {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => return bad_input(format!("{}: {e}", path.display())),
+    };
+    let trace = match TraceFile::parse(&text) {
+        Ok(t) => t,
+        Err(e) => return bad_input(format!("{}: {e}", path.display())),
+    };
+    let scn = match Scenario::parse(&trace.header.scenario) {
+        Ok(s) => s,
+        Err(e) => return bad_input(format!("{}: line 1: the embedded scenario is invalid: {e}", path.display())),
+    };
+    let Some(variant) = Variant::from_name(&trace.header.variant) else {
+        return bad_input(format!(
+            "{}: line 1: unknown variant \"{}\"",
+            path.display(),
+            trace.header.variant
+        ));
+    };
+    let mut comparer = TraceComparer::new(&trace.records);
+    let outcome = simulate(&scn, trace.header.seed, variant, Some(&mut comparer));
+    comparer.finish();
+    let hash = outcome.trace_hash_hex();
+    let hash_matches = hash == trace.footer.end.trace_hash;
+    let identical = comparer.first_divergence.is_none() && hash_matches;
+    if json {
+        let divergence = comparer
+            .first_divergence
+            .as_ref()
+            .map(|(line, expected, actual)| serde_json::json!({"line": line, "expected": expected, "actual": actual}));
+        println!(
+            "{}",
+            serde_json::json!({
+                "identical": identical,
+                "seed": trace.header.seed,
+                "variant": variant.name(),
+                "events_compared": comparer.compared,
+                "trace_hash": hash,
+                "expected_trace_hash": trace.footer.end.trace_hash,
+                "first_divergence": divergence,
+                "ok": outcome.ok(),
+            })
+        );
+    } else if identical {
+        println!(
+            "identical: {} records and trace hash {} match (seed {}, variant {}, leasehold {} wrote it)",
+            comparer.compared,
+            hash,
+            trace.header.seed,
+            variant.name(),
+            trace.header.leasehold_version
+        );
+    } else if let Some((line, expected, actual)) = &comparer.first_divergence {
+        println!("DIVERGED at line {line} of {}:", path.display());
+        println!("  trace:  {expected}");
+        println!("  re-run: {actual}");
+        if trace.header.leasehold_version != leasehold::LEASEHOLD_VERSION {
+            println!(
+                "  (the trace was written by leasehold {}, this is {})",
+                trace.header.leasehold_version,
+                leasehold::LEASEHOLD_VERSION
+            );
+        }
+    } else {
+        println!("DIVERGED: every record matches but the trace hash differs: trace {}, re-run {hash}", trace.footer.end.trace_hash);
+    }
+    if identical {
+        EXIT_OK
+    } else {
+        EXIT_VIOLATION
+    }
+}

@@ -1,0 +1,136 @@
+use super::{bad_input, load_scenario, parse_variant, replay_command, EXIT_OK, EXIT_VIOLATION};
+use leasehold::trace::{TraceEnd, TraceHeader, TraceWriter};
+use leasehold::{simulate, RunOutcome};
+use leasehold_protocol::{DocKey, DocValue, LeaseEvent};
+use leasehold_sim::Observer;
+use std::io::BufWriter;
+use std::path::Path;
+
+/// Violations printed in full in the human report.
+const SHOWN_VIOLATIONS: usize = 8;
+
+pub fn run(
+    scenario_path: &Path,
+    seed: u64,
+    variant: &str,
+    json: bool,
+    trace: Option<&Path>,
+    check_determinism: bool,
+) -> u8 {
+    let scn = match load_scenario(scenario_path) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let variant = match parse_variant(variant) {
+        Ok(v) => v,
+        Err(code) => return code,
+    };
+    let mut writer = match trace {
+        None => None,
+        Some(path) => {
+            let file = match std::fs::File::create(path) {
+                Ok(f) => f,
+                Err(e) => return bad_input(format!("--trace {}: {e}", path.display())),
+            };
+            let header = TraceHeader::new(&scn.source, seed, variant.name());
+            match TraceWriter::new(BufWriter::new(file), &header) {
+                Ok(w) => Some(w),
+                Err(e) => return bad_input(format!("--trace {}: {e}", path.display())),
+            }
+        }
+    };
+    let outcome = simulate(
+        &scn,
+        seed,
+        variant,
+        writer
+            .as_mut()
+            .map(|w| w as &mut dyn Observer<DocKey, DocValue, LeaseEvent>),
+    );
+    if let (Some(w), Some(path)) = (writer, trace) {
+        let end = TraceEnd {
+            trace_hash: outcome.trace_hash_hex(),
+            events: outcome.events(),
+            ok: outcome.ok(),
+            invariants: outcome.invariants.iter().map(|i| i.name().to_string()).collect(),
+        };
+        if let Err(e) = w.finish(end) {
+            return bad_input(format!("--trace {}: {e}", path.display()));
+        }
+    }
+    let mut determinism_error = None;
+    if check_determinism {
+        let again = simulate(&scn, seed, variant, None);
+        if again.trace_hash_hex() != outcome.trace_hash_hex() || again.events() != outcome.events() {
+            determinism_error = Some(format!(
+                "NONDETERMINISM seed {seed}: first run {} ({} events), second run {} ({} events)",
+                outcome.trace_hash_hex(),
+                outcome.events(),
+                again.trace_hash_hex(),
+                again.events()
+            ));
+        }
+    }
+    let replay = replay_command(scenario_path, seed, variant);
+    if json {
+        let mut value = outcome.to_json();
+        value["replay"] = serde_json::Value::String(replay);
+        if check_determinism {
+            value["deterministic"] = serde_json::Value::Bool(determinism_error.is_none());
+        }
+        println!("{value}");
+    } else {
+        print_report(&outcome, &replay);
+        if let Some(e) = &determinism_error {
+            println!("{e}");
+        }
+    }
+    if outcome.ok() && determinism_error.is_none() {
+        EXIT_OK
+    } else {
+        EXIT_VIOLATION
+    }
+}
+
+pub fn print_report(outcome: &RunOutcome, replay: &str) {
+    let stats = outcome.stats.as_ref();
+    let sim_s = stats.map_or(0.0, |s| s.sim_time_us as f64 / 1e6);
+    if outcome.ok() {
+        println!(
+            "ok: {} seed {} variant {}: {}/{} tasks done, {} events, {:.1} s simulated, {} faults, trace {}",
+            outcome.scenario,
+            outcome.seed,
+            outcome.variant,
+            outcome.tasks_done,
+            outcome.tasks_total,
+            outcome.events(),
+            sim_s,
+            stats.map_or(0, |s| s.faults),
+            outcome.trace_hash_hex()
+        );
+        return;
+    }
+    let names: Vec<&str> = outcome.invariants.iter().map(|i| i.name()).collect();
+    println!(
+        "VIOLATION {}: {} seed {} variant {}",
+        names.join(", "),
+        outcome.scenario,
+        outcome.seed,
+        outcome.variant
+    );
+    for v in outcome.violations.iter().take(SHOWN_VIOLATIONS) {
+        println!("  {} at {:.3} s: {}", v.invariant, v.time_ms as f64 / 1e3, v.message);
+    }
+    if outcome.violations.len() > SHOWN_VIOLATIONS {
+        println!("  ... {} more", outcome.violations.len() - SHOWN_VIOLATIONS);
+    }
+    println!(
+        "  ({}/{} tasks done, {} events, {:.1} s simulated, trace {})",
+        outcome.tasks_done,
+        outcome.tasks_total,
+        outcome.events(),
+        sim_s,
+        outcome.trace_hash_hex()
+    );
+    println!("replay: {replay}");
+}

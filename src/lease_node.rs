@@ -1,0 +1,41 @@
+//! Plugs the protocol's sans-IO state machines into the simulator's `Node`
+//! trait. The only place where protocol and simulator meet.
+
+use leasehold_interface::{Instant, Output};
+use leasehold_protocol::{DocKey, DocValue, LeaseEvent, LeaseInput, Reclaimer, Worker};
+use leasehold_sim::Node;
+
+pub enum LeaseNode {
+    Worker(Worker),
+    Reclaimer(Reclaimer),
+}
+
+impl Node for LeaseNode {
+    type Key = DocKey;
+    type Value = DocValue;
+    type Event = LeaseEvent;
+
+    fn step(&mut self, now: Instant, input: LeaseInput, out: &mut Vec<Output<DocKey, DocValue, LeaseEvent>>) {
+        match self {
+            LeaseNode::Worker(w) => {
+                w.handle_input(now, input);
+                while let Some(o) = w.poll_output() {
+                    out.push(o);
+                }
+            }
+            LeaseNode::Reclaimer(r) => {
+                r.handle_input(now, input);
+                while let Some(o) = r.poll_output() {
+                    out.push(o);
+                }
+            }
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        match self {
+            LeaseNode::Worker(w) => w.poll_timeout(),
+            LeaseNode::Reclaimer(r) => r.poll_timeout(),
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! One simulated run: scenario + seed + variant in, outcome out.
+//!
+//! This is the wiring: it turns a scenario into simulator nodes, services and
+//! workload, attaches the checkers, and runs. A run is a pure function of
+//! (scenario, seed, variant, leasehold version).
+
+use crate::lease_node::LeaseNode;
+use crate::scenario::ValidScenario;
+use crate::store_load::{StoreLoad, StoreLoadCounter};
+use leasehold_check::{CheckConfig, Invariant, LeaseChecker, LivenessBound, NodeRole, Violation};
+use leasehold_interface::StoreRequest;
+use leasehold_protocol::{DocKey, DocValue, LeaseEvent, Owner, Reclaimer, TaskDoc, TaskId, Variant, Worker};
+use leasehold_sim::{
+    Concern, FaultPolicy, LocalClock, NetworkSpec, NodeSpec, Observer, Record, RngStreams, RunLimits, RunStats,
+    SimConfig, Simulation, StopReason,
+};
+use rand::RngExt;
+use serde::Serialize;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+pub const LEASEHOLD_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Observers beyond the checkers (a trace writer, a trace comparer).
+pub type ExtraObserver<'a> = &'a mut dyn Observer<DocKey, DocValue, LeaseEvent>;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RunOutcome {
+    pub scenario: String,
+    pub seed: u64,
+    pub variant: Variant,
+    pub violations: Vec<Violation>,
+    /// Distinct invariants that fired, in a fixed order.
+    pub invariants: Vec<Invariant>,
+    pub stats: Option<RunStats>,
+    pub load: StoreLoad,
+    pub tasks_total: u32,
+    pub tasks_done: u32,
+}
+
+impl RunOutcome {
+    pub fn ok(&self) -> bool {
+        self.invariants.is_empty()
+    }
+
+    pub fn trace_hash_hex(&self) -> String {
+        self.stats
+            .as_ref()
+            .map_or_else(|| "none".to_string(), |s| format!("{:016x}", s.trace_hash))
+    }
+
+    pub fn events(&self) -> u64 {
+        self.stats.as_ref().map_or(0, |s| s.events)
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        let stats = self.stats.as_ref();
+        serde_json::json!({
+            "scenario": self.scenario,
+            "seed": self.seed,
+            "variant": self.variant.name(),
+            "ok": self.ok(),
+            "violations": self.violations,
+            "invariants": self.invariants,
+            "trace_hash": self.trace_hash_hex(),
+            "events": self.events(),
+            "sim_time_ms": stats.map_or(0, |s| s.sim_time_us / 1_000),
+            "store_reads": stats.map_or(0, |s| s.store.reads()),
+            "store_writes": stats.map_or(0, |s| s.store.writes()),
+            "heartbeat_writes": self.load.heartbeat_writes,
+            "tasks_total": self.tasks_total,
+            "tasks_done": self.tasks_done,
+            "faults": stats.map_or(0, |s| s.faults),
+            "effect_calls": stats.map_or(0, |s| s.effect_calls),
+            "stop": stats.map(|s| s.stop),
+            "store": stats.map(|s| s.store),
+            "store_load": self.load,
+        })
+    }
+}
+
+struct RunObserver<'a, 'b> {
+    checker: LeaseChecker,
+    load: StoreLoadCounter<'a>,
+    extra: Option<ExtraObserver<'b>>,
+}
+
+impl Observer<DocKey, DocValue, LeaseEvent> for RunObserver<'_, '_> {
+    fn record(&mut self, record: &Record<'_, DocKey, DocValue, LeaseEvent>) {
+        self.checker.record(record);
+        self.load.record(record);
+        if let Some(extra) = self.extra.as_mut() {
+            extra.record(record);
+        }
+    }
+
+    fn should_stop(&self, now_us: u64) -> bool {
+        self.checker.should_stop(now_us)
+    }
+}
+
+/// The liveness bound, derived from the configuration (see docs/protocol.md).
+pub fn liveness_bound(scn: &ValidScenario) -> LivenessBound {
+    let s = &scn.scenario;
+    let p = &s.protocol;
+    let steps = s.tasks.steps.len() as u64;
+    LivenessBound {
+        detect_ms: p.heartbeat_interval_ms
+            + p.lease_timeout_ms
+            + 2 * p.scan_interval_ms
+            + s.faults.restart_delay_ms_max
+            + 2 * p.store_timeout_ms,
+        per_task_ms: p.poll_interval_ms
+            + 2 * p.store_timeout_ms
+            + steps * (p.effect_timeout_ms + p.store_timeout_ms + p.retry_backoff_ms),
+        capacity: s.fleet.workers * s.fleet.slots_per_worker,
+        slack_ms: s.limits.liveness_slack_ms,
+    }
+}
+
+pub fn node_roles(scn: &ValidScenario) -> Vec<NodeRole> {
+    let f = &scn.scenario.fleet;
+    (0..f.workers)
+        .map(|worker| NodeRole::Worker { worker })
+        .chain((0..f.reclaimers).map(|id| NodeRole::Reclaimer { id }))
+        .collect()
+}
+
+/// Arrival time of every task, in task-id order (ids follow arrival order).
+pub fn arrivals_ms(scn: &ValidScenario, seed: u64) -> Vec<u64> {
+    let t = &scn.scenario.tasks;
+    let mut rng = RngStreams::new(seed).stream(Concern::Workload, 0);
+    let mut arrivals: Vec<u64> = (0..t.count).map(|_| rng.random_range(0..=t.arrival_window_ms)).collect();
+    arrivals.sort_unstable();
+    arrivals
+}
+
+/// Run one seed. Never panics: a panic inside a simulated node (or the
+/// simulator) becomes a `simulation-healthy` violation carrying its message.
+pub fn simulate(scn: &ValidScenario, seed: u64, variant: Variant, extra: Option<ExtraObserver<'_>>) -> RunOutcome {
+    let roles = node_roles(scn);
+    let s = &scn.scenario;
+    let result = std::panic::catch_unwind(AssertUnwindSafe(|| simulate_inner(scn, seed, variant, &roles, extra)));
+    match result {
+        Ok(outcome) => outcome,
+        Err(payload) => {
+            let message = crate::panic_capture::message(payload.as_ref());
+            let violation = Violation {
+                invariant: Invariant::SimulationHealthy,
+                time_ms: 0,
+                task: None,
+                message: format!("the simulation panicked: {message}"),
+            };
+            RunOutcome {
+                scenario: s.name.clone(),
+                seed,
+                variant,
+                violations: vec![violation],
+                invariants: vec![Invariant::SimulationHealthy],
+                stats: None,
+                load: StoreLoad::default(),
+                tasks_total: s.tasks.count,
+                tasks_done: 0,
+            }
+        }
+    }
+}
+
+fn simulate_inner(
+    scn: &ValidScenario,
+    seed: u64,
+    variant: Variant,
+    roles: &[NodeRole],
+    extra: Option<ExtraObserver<'_>>,
+) -> RunOutcome {
+    let s = &scn.scenario;
+    let cfg = Arc::new(scn.protocol_config(variant));
+    let workers = s.fleet.workers;
+    let nodes = roles.len();
+    let sim_config = SimConfig {
+        network: NetworkSpec {
+            latency_us_min: s.network.latency_ms_min * 1_000,
+            latency_us_max: s.network.latency_ms_max * 1_000,
+        },
+        faults: FaultPolicy {
+            fault_phase_end_us: s.faults.fault_phase_ms * 1_000,
+            crash_per_step_ppm: (s.faults.crash_probability_per_step * 1e6).round() as u32,
+            restart_delay_ms_min: s.faults.restart_delay_ms_min,
+            restart_delay_ms_max: s.faults.restart_delay_ms_max,
+        },
+        limits: RunLimits {
+            max_sim_time_us: s.limits.max_sim_time_ms * 1_000,
+            max_events: s.limits.max_events,
+            max_queue_len: 4 * (s.tasks.count as usize + nodes * 256) + (1 << 20),
+        },
+    };
+    let factory_cfg = Arc::clone(&cfg);
+    let factory = Box::new(move |node: leasehold_sim::NodeId, incarnation: u32| {
+        if node.0 < workers {
+            LeaseNode::Worker(Worker::new(
+                Arc::clone(&factory_cfg),
+                Owner {
+                    worker: node.0,
+                    incarnation,
+                },
+            ))
+        } else {
+            LeaseNode::Reclaimer(Reclaimer::new(Arc::clone(&factory_cfg), node.0 - workers, incarnation))
+        }
+    });
+    let mut sim: Simulation<LeaseNode> = Simulation::new(sim_config, seed, factory);
+    for svc in &scn.services {
+        sim.add_service(svc.clone());
+    }
+    // Workers boot spread over one heartbeat interval, as a real fleet would.
+    let mut boot_rng = RngStreams::new(seed).stream(Concern::Host, 0);
+    for role in roles {
+        let (name, crashable, boot_at_ms) = match role {
+            NodeRole::Worker { worker } => (
+                format!("worker-{worker}"),
+                true,
+                boot_rng.random_range(0..s.protocol.heartbeat_interval_ms),
+            ),
+            NodeRole::Reclaimer { id } => (format!("reclaimer-{id}"), s.faults.crash_reclaimers, 0),
+        };
+        sim.add_node(NodeSpec {
+            name,
+            crashable,
+            clock: LocalClock::default(),
+            boot_at_ms,
+        });
+    }
+    let arrivals = arrivals_ms(scn, seed);
+    let steps_total = s.tasks.steps.len() as u32;
+    for (i, at_ms) in arrivals.iter().enumerate() {
+        let task = TaskId(i as u32);
+        let doc = TaskDoc::new_pending(steps_total);
+        sim.schedule_external(
+            at_ms * 1_000,
+            StoreRequest::CreateIfAbsent {
+                key: DocKey::Task { task },
+                value: DocValue::Task(doc),
+                index: doc.index_key(task),
+            },
+        );
+    }
+    let bound = liveness_bound(scn);
+    let check_config = CheckConfig {
+        roles: roles.to_vec(),
+        tasks_total: s.tasks.count,
+        steps_per_task: steps_total,
+        last_arrival_ms: arrivals.last().copied().unwrap_or(0),
+        liveness: bound,
+        service_names: scn.services.iter().map(|svc| svc.name.clone()).collect(),
+        grace_ms: bound.detect_ms,
+    };
+    let mut observer = RunObserver {
+        checker: LeaseChecker::new(check_config),
+        load: StoreLoadCounter::new(roles),
+        extra,
+    };
+    let stats = sim.run(&mut observer);
+    let mut checker = observer.checker;
+    match stats.stop {
+        StopReason::EventLimit => checker.violate(
+            Invariant::SimulationHealthy,
+            stats.sim_time_us,
+            None,
+            format!("the run hit limits.max_events ({}) before finishing", s.limits.max_events),
+        ),
+        StopReason::Quiescent | StopReason::Observer | StopReason::TimeLimit => {}
+    }
+    checker.finish(stats.sim_time_us);
+    let violations = checker.violations().to_vec();
+    let invariants = Invariant::ALL
+        .into_iter()
+        .filter(|i| checker.violation_count(*i) > 0)
+        .collect();
+    RunOutcome {
+        scenario: s.name.clone(),
+        seed,
+        variant,
+        violations,
+        invariants,
+        load: observer.load.load,
+        tasks_total: s.tasks.count,
+        tasks_done: checker.tasks_done(),
+        stats: Some(stats),
+    }
+}

@@ -1,0 +1,312 @@
+//! Scenario files: JSON, strictly parsed (unknown fields are errors), then
+//! validated so that every impossible value is named before anything runs.
+
+use leasehold_interface::ServiceId;
+use leasehold_protocol::{ProtocolConfig, Variant};
+use leasehold_sim::{Dedup, ServiceSpec};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Bounds that keep one run within memory and time on a laptop.
+pub const MAX_WORKERS: u32 = 100_000;
+pub const MAX_RECLAIMERS: u32 = 64;
+pub const MAX_TASKS: u32 = 10_000_000;
+pub const MAX_STEPS: u32 = 100_000;
+pub const MAX_SERVICES: usize = 64;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    /// One line: the story this scenario tells.
+    pub story: String,
+    pub fleet: Fleet,
+    pub protocol: ProtocolSection,
+    pub network: NetworkSection,
+    pub services: Vec<ServiceSection>,
+    pub tasks: TasksSection,
+    pub faults: FaultsSection,
+    #[serde(default)]
+    pub limits: LimitsSection,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fleet {
+    pub workers: u32,
+    pub reclaimers: u32,
+    pub slots_per_worker: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProtocolSection {
+    pub heartbeat_interval_ms: u64,
+    pub lease_timeout_ms: u64,
+    pub scan_interval_ms: u64,
+    pub poll_interval_ms: u64,
+    pub store_timeout_ms: u64,
+    pub effect_timeout_ms: u64,
+    pub retry_backoff_ms: u64,
+    pub scan_page_size: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkSection {
+    pub latency_ms_min: u64,
+    pub latency_ms_max: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceSection {
+    pub name: String,
+    pub dedup: Dedup,
+    pub fencing: bool,
+    pub work_ms_min: u64,
+    pub work_ms_max: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TasksSection {
+    pub count: u32,
+    /// Tasks arrive uniformly at random over `[0, arrival_window_ms]`.
+    pub arrival_window_ms: u64,
+    /// Service name of each step, in order.
+    pub steps: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultsSection {
+    /// Faults are injected during `[0, fault_phase_ms)`; then the heal phase.
+    pub fault_phase_ms: u64,
+    /// Chance that a crashable node crashes at any one of its steps.
+    pub crash_probability_per_step: f64,
+    pub restart_delay_ms_min: u64,
+    pub restart_delay_ms_max: u64,
+    /// Whether reclaimers crash too (workers always may).
+    pub crash_reclaimers: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsSection {
+    /// Hard stop in simulated time.
+    pub max_sim_time_ms: u64,
+    /// Hard stop in processed events.
+    pub max_events: u64,
+    /// Extra time granted to the liveness bound.
+    pub liveness_slack_ms: u64,
+}
+
+impl Default for LimitsSection {
+    fn default() -> Self {
+        LimitsSection {
+            max_sim_time_ms: 6 * 3_600_000,
+            max_events: 200_000_000,
+            liveness_slack_ms: 10_000,
+        }
+    }
+}
+
+/// A scenario problem, naming the field (`fleet.workers`) or the JSON line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScenarioError {
+    pub field: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+fn bad<T>(field: impl Into<String>, message: impl Into<String>) -> Result<T, ScenarioError> {
+    Err(ScenarioError {
+        field: field.into(),
+        message: message.into(),
+    })
+}
+
+/// A scenario that passed validation, with everything derived from it.
+#[derive(Clone, Debug)]
+pub struct ValidScenario {
+    pub scenario: Scenario,
+    /// The file's exact text: traces embed it so a replay needs nothing else.
+    pub source: String,
+    pub step_services: Vec<ServiceId>,
+    pub services: Vec<ServiceSpec>,
+}
+
+impl Scenario {
+    pub fn load(path: &Path) -> Result<ValidScenario, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            field: path.display().to_string(),
+            message: format!("cannot read scenario file: {e}"),
+        })?;
+        Scenario::parse(&text)
+    }
+
+    pub fn parse(text: &str) -> Result<ValidScenario, ScenarioError> {
+        let scenario: Scenario = serde_json::from_str(text).map_err(|e| ScenarioError {
+            field: format!("line {} column {}", e.line(), e.column()),
+            message: e.to_string(),
+        })?;
+        scenario.validate(text.to_string())
+    }
+
+    pub fn validate(self, source: String) -> Result<ValidScenario, ScenarioError> {
+        let s = &self;
+        if s.name.trim().is_empty() {
+            return bad("name", "must not be empty");
+        }
+        if s.fleet.workers == 0 || s.fleet.workers > MAX_WORKERS {
+            return bad("fleet.workers", format!("{} is not between 1 and {MAX_WORKERS}", s.fleet.workers));
+        }
+        if s.fleet.reclaimers == 0 || s.fleet.reclaimers > MAX_RECLAIMERS {
+            return bad(
+                "fleet.reclaimers",
+                format!("{} is not between 1 and {MAX_RECLAIMERS}", s.fleet.reclaimers),
+            );
+        }
+        if s.network.latency_ms_min > s.network.latency_ms_max {
+            return bad(
+                "network.latency_ms_min",
+                format!(
+                    "{} is above network.latency_ms_max {}",
+                    s.network.latency_ms_min, s.network.latency_ms_max
+                ),
+            );
+        }
+        if s.services.is_empty() || s.services.len() > MAX_SERVICES {
+            return bad("services", format!("needs between 1 and {MAX_SERVICES} services"));
+        }
+        let mut services = Vec::new();
+        for (i, svc) in s.services.iter().enumerate() {
+            let field = format!("services[{i}]");
+            if svc.name.trim().is_empty() {
+                return bad(format!("{field}.name"), "must not be empty");
+            }
+            if s.services[..i].iter().any(|o| o.name == svc.name) {
+                return bad(format!("{field}.name"), format!("\"{}\" is defined twice", svc.name));
+            }
+            if svc.work_ms_min > svc.work_ms_max {
+                return bad(
+                    format!("{field}.work_ms_min"),
+                    format!("{} is above work_ms_max {}", svc.work_ms_min, svc.work_ms_max),
+                );
+            }
+            let round_trip_ms = svc.work_ms_max + 2 * s.network.latency_ms_max;
+            if s.protocol.effect_timeout_ms <= round_trip_ms {
+                return bad(
+                    "protocol.effect_timeout_ms",
+                    format!(
+                        "{} ms must exceed the slowest call to {} ({} ms work + 2 x {} ms network = {round_trip_ms} ms)",
+                        s.protocol.effect_timeout_ms, svc.name, svc.work_ms_max, s.network.latency_ms_max
+                    ),
+                );
+            }
+            services.push(ServiceSpec {
+                name: svc.name.clone(),
+                dedup: svc.dedup,
+                fencing: svc.fencing,
+                work_ms_min: svc.work_ms_min,
+                work_ms_max: svc.work_ms_max,
+            });
+        }
+        if s.tasks.count == 0 || s.tasks.count > MAX_TASKS {
+            return bad("tasks.count", format!("{} is not between 1 and {MAX_TASKS}", s.tasks.count));
+        }
+        if s.tasks.steps.is_empty() || s.tasks.steps.len() > MAX_STEPS as usize {
+            return bad("tasks.steps", format!("needs between 1 and {MAX_STEPS} steps"));
+        }
+        let mut step_services = Vec::new();
+        for (i, name) in s.tasks.steps.iter().enumerate() {
+            match s.services.iter().position(|svc| &svc.name == name) {
+                Some(id) => step_services.push(ServiceId(id as u16)),
+                None => {
+                    return bad(
+                        format!("tasks.steps[{i}]"),
+                        format!("names service \"{name}\", which is not in services"),
+                    );
+                }
+            }
+        }
+        let f = &s.faults;
+        if !(0.0..=1.0).contains(&f.crash_probability_per_step) || f.crash_probability_per_step.is_nan() {
+            return bad(
+                "faults.crash_probability_per_step",
+                format!("{} is not a probability between 0 and 1", f.crash_probability_per_step),
+            );
+        }
+        if f.restart_delay_ms_min > f.restart_delay_ms_max {
+            return bad(
+                "faults.restart_delay_ms_min",
+                format!("{} is above faults.restart_delay_ms_max {}", f.restart_delay_ms_min, f.restart_delay_ms_max),
+            );
+        }
+        if f.restart_delay_ms_min == 0 {
+            return bad("faults.restart_delay_ms_min", "must be at least 1 ms");
+        }
+        if f.fault_phase_ms >= s.limits.max_sim_time_ms {
+            return bad(
+                "faults.fault_phase_ms",
+                format!("{} must end before limits.max_sim_time_ms {}", f.fault_phase_ms, s.limits.max_sim_time_ms),
+            );
+        }
+        if s.limits.max_events == 0 {
+            return bad("limits.max_events", "must be greater than 0");
+        }
+        let cfg = self.protocol_config_with(step_services.clone(), Variant::Correct);
+        if let Err(e) = cfg.validate() {
+            let field = match e.field {
+                "steps" => "tasks.steps".to_string(),
+                "slots_per_worker" => "fleet.slots_per_worker".to_string(),
+                other => format!("protocol.{other}"),
+            };
+            return bad(field, e.message);
+        }
+        Ok(ValidScenario {
+            scenario: self,
+            source,
+            step_services,
+            services,
+        })
+    }
+
+    fn protocol_config_with(&self, step_services: Vec<ServiceId>, variant: Variant) -> ProtocolConfig {
+        let p = &self.protocol;
+        ProtocolConfig {
+            heartbeat_interval_ms: p.heartbeat_interval_ms,
+            lease_timeout_ms: p.lease_timeout_ms,
+            scan_interval_ms: p.scan_interval_ms,
+            poll_interval_ms: p.poll_interval_ms,
+            store_timeout_ms: p.store_timeout_ms,
+            effect_timeout_ms: p.effect_timeout_ms,
+            retry_backoff_ms: p.retry_backoff_ms,
+            max_network_delay_ms: self.network.latency_ms_max,
+            max_clock_drift_ppm: 0,
+            slots_per_worker: self.fleet.slots_per_worker,
+            step_services,
+            scan_page_size: p.scan_page_size,
+            variant,
+        }
+    }
+}
+
+impl ValidScenario {
+    pub fn name(&self) -> &str {
+        &self.scenario.name
+    }
+
+    pub fn protocol_config(&self, variant: Variant) -> ProtocolConfig {
+        self.scenario
+            .protocol_config_with(self.step_services.clone(), variant)
+    }
+}

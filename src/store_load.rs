@@ -1,0 +1,88 @@
+//! Counts store operations by what they are for (heartbeat, claim, scan...),
+//! judged from the records, for `run --json` and the load charts.
+
+use leasehold_check::NodeRole;
+use leasehold_interface::StoreRequest;
+use leasehold_protocol::{DocKey, DocValue, LeaseEvent, TaskState};
+use leasehold_sim::{Actor, Observer, Record, RecordKind};
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct StoreLoad {
+    /// Writes by workers to their own heartbeat document (registration included).
+    pub heartbeat_writes: u64,
+    /// Reclaimer scans of heartbeat documents (pages).
+    pub member_scans: u64,
+    /// Worker scans for pending tasks.
+    pub pending_scans: u64,
+    /// Reclaimer listings of a dead worker's tasks.
+    pub owned_scans: u64,
+    pub gets: u64,
+    pub claims: u64,
+    pub progress_writes: u64,
+    pub completions: u64,
+    pub requeues: u64,
+    pub mark_dead_writes: u64,
+    pub member_deletes: u64,
+    pub task_creates: u64,
+}
+
+pub struct StoreLoadCounter<'a> {
+    roles: &'a [NodeRole],
+    pub load: StoreLoad,
+}
+
+impl<'a> StoreLoadCounter<'a> {
+    pub fn new(roles: &'a [NodeRole]) -> Self {
+        StoreLoadCounter {
+            roles,
+            load: StoreLoad::default(),
+        }
+    }
+
+    fn is_worker(&self, actor: Actor) -> bool {
+        match actor {
+            Actor::Node { node, .. } => matches!(self.roles[node.index()], NodeRole::Worker { .. }),
+            Actor::External => false,
+        }
+    }
+}
+
+impl Observer<DocKey, DocValue, LeaseEvent> for StoreLoadCounter<'_> {
+    fn record(&mut self, record: &Record<'_, DocKey, DocValue, LeaseEvent>) {
+        let RecordKind::Store { actor, op, before, .. } = &record.kind else {
+            return;
+        };
+        let worker = self.is_worker(*actor);
+        let l = &mut self.load;
+        match op {
+            StoreRequest::Get { .. } => l.gets += 1,
+            StoreRequest::Scan { .. } => l.member_scans += 1,
+            StoreRequest::ScanIndex { start, .. } => match start {
+                DocKey::PendingIdx { .. } => l.pending_scans += 1,
+                _ => l.owned_scans += 1,
+            },
+            StoreRequest::DeleteIfVersion { .. } => l.member_deletes += 1,
+            StoreRequest::CreateIfAbsent { key, value, .. }
+            | StoreRequest::PutIfVersion { key, value, .. }
+            | StoreRequest::PutUnconditional { key, value, .. } => match (key, value) {
+                (DocKey::Member { .. }, _) if worker => l.heartbeat_writes += 1,
+                (DocKey::Member { .. }, _) => l.mark_dead_writes += 1,
+                (DocKey::Task { .. }, DocValue::Task(t)) => match (*actor, t.state) {
+                    (Actor::External, _) => l.task_creates += 1,
+                    (_, TaskState::Pending) => l.requeues += 1,
+                    (_, TaskState::Done) => l.completions += 1,
+                    (_, TaskState::Running)
+                        if before
+                            .and_then(|b| b.value.as_task())
+                            .is_none_or(|b| b.state == TaskState::Pending) =>
+                    {
+                        l.claims += 1
+                    }
+                    (_, TaskState::Running) => l.progress_writes += 1,
+                },
+                _ => {}
+            },
+        }
+    }
+}
