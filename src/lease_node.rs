@@ -1,7 +1,7 @@
 //! Plugs the protocol's sans-IO state machines into the simulator's `Node`
 //! trait. The only place where protocol and simulator meet.
 
-use leasehold_interface::{Instant, Output};
+use leasehold_interface::{Instant, LocalTime, Output};
 use leasehold_protocol::{DocKey, DocValue, LeaseEvent, LeaseInput, Reclaimer, Worker};
 use leasehold_sim::Node;
 
@@ -15,7 +15,12 @@ impl Node for LeaseNode {
     type Value = DocValue;
     type Event = LeaseEvent;
 
-    fn step(&mut self, now: Instant, input: LeaseInput, out: &mut Vec<Output<DocKey, DocValue, LeaseEvent>>) {
+    fn step(
+        &mut self,
+        now: LocalTime,
+        input: LeaseInput,
+        out: &mut Vec<Output<DocKey, DocValue, LeaseEvent>>,
+    ) {
         match self {
             LeaseNode::Worker(w) => {
                 w.handle_input(now, input);

@@ -11,5 +11,5 @@ pub mod seeds;
 pub mod store_load;
 pub mod trace;
 
-pub use run::{simulate, RunOutcome, LEASEHOLD_VERSION};
+pub use run::{LEASEHOLD_VERSION, RunOutcome, simulate};
 pub use scenario::{Scenario, ScenarioError, ValidScenario};

@@ -86,7 +86,14 @@ fn main() -> ExitCode {
             json,
             trace,
             check_determinism,
-        } => commands::run::run(&scenario, seed, &variant, json, trace.as_deref(), check_determinism),
+        } => commands::run::run(
+            &scenario,
+            seed,
+            &variant,
+            json,
+            trace.as_deref(),
+            check_determinism,
+        ),
         Command::Sweep {
             scenario,
             seeds,

@@ -9,10 +9,12 @@ use crate::scenario::ValidScenario;
 use crate::store_load::{StoreLoad, StoreLoadCounter};
 use leasehold_check::{CheckConfig, Invariant, LeaseChecker, LivenessBound, NodeRole, Violation};
 use leasehold_interface::StoreRequest;
-use leasehold_protocol::{DocKey, DocValue, LeaseEvent, Owner, Reclaimer, TaskDoc, TaskId, Variant, Worker};
+use leasehold_protocol::{
+    DocKey, DocValue, LeaseEvent, Owner, Reclaimer, TaskDoc, TaskId, Variant, Worker,
+};
 use leasehold_sim::{
-    Concern, FaultPolicy, LocalClock, NetworkSpec, NodeSpec, Observer, Record, RngStreams, RunLimits, RunStats,
-    SimConfig, Simulation, StopReason,
+    Concern, FaultPolicy, LocalClock, NetworkSpec, NodeSpec, Observer, Record, RngStreams,
+    RunLimits, RunStats, SimConfig, Simulation, StopReason,
 };
 use rand::RngExt;
 use serde::Serialize;
@@ -130,17 +132,26 @@ pub fn node_roles(scn: &ValidScenario) -> Vec<NodeRole> {
 pub fn arrivals_ms(scn: &ValidScenario, seed: u64) -> Vec<u64> {
     let t = &scn.scenario.tasks;
     let mut rng = RngStreams::new(seed).stream(Concern::Workload, 0);
-    let mut arrivals: Vec<u64> = (0..t.count).map(|_| rng.random_range(0..=t.arrival_window_ms)).collect();
+    let mut arrivals: Vec<u64> = (0..t.count)
+        .map(|_| rng.random_range(0..=t.arrival_window_ms))
+        .collect();
     arrivals.sort_unstable();
     arrivals
 }
 
 /// Run one seed. Never panics: a panic inside a simulated node (or the
 /// simulator) becomes a `simulation-healthy` violation carrying its message.
-pub fn simulate(scn: &ValidScenario, seed: u64, variant: Variant, extra: Option<ExtraObserver<'_>>) -> RunOutcome {
+pub fn simulate(
+    scn: &ValidScenario,
+    seed: u64,
+    variant: Variant,
+    extra: Option<ExtraObserver<'_>>,
+) -> RunOutcome {
     let roles = node_roles(scn);
     let s = &scn.scenario;
-    let result = std::panic::catch_unwind(AssertUnwindSafe(|| simulate_inner(scn, seed, variant, &roles, extra)));
+    let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        simulate_inner(scn, seed, variant, &roles, extra)
+    }));
     match result {
         Ok(outcome) => outcome,
         Err(payload) => {
@@ -205,7 +216,11 @@ fn simulate_inner(
                 },
             ))
         } else {
-            LeaseNode::Reclaimer(Reclaimer::new(Arc::clone(&factory_cfg), node.0 - workers, incarnation))
+            LeaseNode::Reclaimer(Reclaimer::new(
+                Arc::clone(&factory_cfg),
+                node.0 - workers,
+                incarnation,
+            ))
         }
     });
     let mut sim: Simulation<LeaseNode> = Simulation::new(sim_config, seed, factory);
@@ -266,7 +281,10 @@ fn simulate_inner(
             Invariant::SimulationHealthy,
             stats.sim_time_us,
             None,
-            format!("the run hit limits.max_events ({}) before finishing", s.limits.max_events),
+            format!(
+                "the run hit limits.max_events ({}) before finishing",
+                s.limits.max_events
+            ),
         ),
         StopReason::Quiescent | StopReason::Observer | StopReason::TimeLimit => {}
     }

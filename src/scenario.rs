@@ -167,12 +167,18 @@ impl Scenario {
             return bad("name", "must not be empty");
         }
         if s.fleet.workers == 0 || s.fleet.workers > MAX_WORKERS {
-            return bad("fleet.workers", format!("{} is not between 1 and {MAX_WORKERS}", s.fleet.workers));
+            return bad(
+                "fleet.workers",
+                format!("{} is not between 1 and {MAX_WORKERS}", s.fleet.workers),
+            );
         }
         if s.fleet.reclaimers == 0 || s.fleet.reclaimers > MAX_RECLAIMERS {
             return bad(
                 "fleet.reclaimers",
-                format!("{} is not between 1 and {MAX_RECLAIMERS}", s.fleet.reclaimers),
+                format!(
+                    "{} is not between 1 and {MAX_RECLAIMERS}",
+                    s.fleet.reclaimers
+                ),
             );
         }
         if s.network.latency_ms_min > s.network.latency_ms_max {
@@ -185,7 +191,10 @@ impl Scenario {
             );
         }
         if s.services.is_empty() || s.services.len() > MAX_SERVICES {
-            return bad("services", format!("needs between 1 and {MAX_SERVICES} services"));
+            return bad(
+                "services",
+                format!("needs between 1 and {MAX_SERVICES} services"),
+            );
         }
         let mut services = Vec::new();
         for (i, svc) in s.services.iter().enumerate() {
@@ -194,12 +203,18 @@ impl Scenario {
                 return bad(format!("{field}.name"), "must not be empty");
             }
             if s.services[..i].iter().any(|o| o.name == svc.name) {
-                return bad(format!("{field}.name"), format!("\"{}\" is defined twice", svc.name));
+                return bad(
+                    format!("{field}.name"),
+                    format!("\"{}\" is defined twice", svc.name),
+                );
             }
             if svc.work_ms_min > svc.work_ms_max {
                 return bad(
                     format!("{field}.work_ms_min"),
-                    format!("{} is above work_ms_max {}", svc.work_ms_min, svc.work_ms_max),
+                    format!(
+                        "{} is above work_ms_max {}",
+                        svc.work_ms_min, svc.work_ms_max
+                    ),
                 );
             }
             let round_trip_ms = svc.work_ms_max + 2 * s.network.latency_ms_max;
@@ -208,7 +223,10 @@ impl Scenario {
                     "protocol.effect_timeout_ms",
                     format!(
                         "{} ms must exceed the slowest call to {} ({} ms work + 2 x {} ms network = {round_trip_ms} ms)",
-                        s.protocol.effect_timeout_ms, svc.name, svc.work_ms_max, s.network.latency_ms_max
+                        s.protocol.effect_timeout_ms,
+                        svc.name,
+                        svc.work_ms_max,
+                        s.network.latency_ms_max
                     ),
                 );
             }
@@ -221,10 +239,16 @@ impl Scenario {
             });
         }
         if s.tasks.count == 0 || s.tasks.count > MAX_TASKS {
-            return bad("tasks.count", format!("{} is not between 1 and {MAX_TASKS}", s.tasks.count));
+            return bad(
+                "tasks.count",
+                format!("{} is not between 1 and {MAX_TASKS}", s.tasks.count),
+            );
         }
         if s.tasks.steps.is_empty() || s.tasks.steps.len() > MAX_STEPS as usize {
-            return bad("tasks.steps", format!("needs between 1 and {MAX_STEPS} steps"));
+            return bad(
+                "tasks.steps",
+                format!("needs between 1 and {MAX_STEPS} steps"),
+            );
         }
         let mut step_services = Vec::new();
         for (i, name) in s.tasks.steps.iter().enumerate() {
@@ -239,16 +263,24 @@ impl Scenario {
             }
         }
         let f = &s.faults;
-        if !(0.0..=1.0).contains(&f.crash_probability_per_step) || f.crash_probability_per_step.is_nan() {
+        if !(0.0..=1.0).contains(&f.crash_probability_per_step)
+            || f.crash_probability_per_step.is_nan()
+        {
             return bad(
                 "faults.crash_probability_per_step",
-                format!("{} is not a probability between 0 and 1", f.crash_probability_per_step),
+                format!(
+                    "{} is not a probability between 0 and 1",
+                    f.crash_probability_per_step
+                ),
             );
         }
         if f.restart_delay_ms_min > f.restart_delay_ms_max {
             return bad(
                 "faults.restart_delay_ms_min",
-                format!("{} is above faults.restart_delay_ms_max {}", f.restart_delay_ms_min, f.restart_delay_ms_max),
+                format!(
+                    "{} is above faults.restart_delay_ms_max {}",
+                    f.restart_delay_ms_min, f.restart_delay_ms_max
+                ),
             );
         }
         if f.restart_delay_ms_min == 0 {
@@ -257,7 +289,10 @@ impl Scenario {
         if f.fault_phase_ms >= s.limits.max_sim_time_ms {
             return bad(
                 "faults.fault_phase_ms",
-                format!("{} must end before limits.max_sim_time_ms {}", f.fault_phase_ms, s.limits.max_sim_time_ms),
+                format!(
+                    "{} must end before limits.max_sim_time_ms {}",
+                    f.fault_phase_ms, s.limits.max_sim_time_ms
+                ),
             );
         }
         if s.limits.max_events == 0 {
@@ -280,7 +315,11 @@ impl Scenario {
         })
     }
 
-    fn protocol_config_with(&self, step_services: Vec<ServiceId>, variant: Variant) -> ProtocolConfig {
+    fn protocol_config_with(
+        &self,
+        step_services: Vec<ServiceId>,
+        variant: Variant,
+    ) -> ProtocolConfig {
         let p = &self.protocol;
         ProtocolConfig {
             heartbeat_interval_ms: p.heartbeat_interval_ms,

@@ -16,19 +16,25 @@ impl SeedRange {
             .split_once("..=")
             .or_else(|| text.split_once(".."))
             .ok_or_else(|| format!("\"{text}\" is not a seed range; write A..B, e.g. 1..1000"))?;
-        let first: u64 = a
-            .trim()
-            .parse()
-            .map_err(|_| format!("\"{a}\" in \"{text}\" is not a seed (a whole number from 0 to {})", u64::MAX))?;
-        let last: u64 = b
-            .trim()
-            .parse()
-            .map_err(|_| format!("\"{b}\" in \"{text}\" is not a seed (a whole number from 0 to {})", u64::MAX))?;
+        let first: u64 = a.trim().parse().map_err(|_| {
+            format!(
+                "\"{a}\" in \"{text}\" is not a seed (a whole number from 0 to {})",
+                u64::MAX
+            )
+        })?;
+        let last: u64 = b.trim().parse().map_err(|_| {
+            format!(
+                "\"{b}\" in \"{text}\" is not a seed (a whole number from 0 to {})",
+                u64::MAX
+            )
+        })?;
         if first > last {
             return Err(format!("\"{text}\" is empty: {first} is after {last}"));
         }
         if last - first >= MAX_SEEDS_PER_SWEEP {
-            return Err(format!("\"{text}\" has more than {MAX_SEEDS_PER_SWEEP} seeds"));
+            return Err(format!(
+                "\"{text}\" has more than {MAX_SEEDS_PER_SWEEP} seeds"
+            ));
         }
         Ok(SeedRange { first, last })
     }
@@ -62,7 +68,11 @@ mod tests {
         assert_eq!(SeedRange::parse("5..=5").unwrap().len(), 1);
         assert!(SeedRange::parse("10..1").unwrap_err().contains("empty"));
         assert!(SeedRange::parse("a..3").unwrap_err().contains("not a seed"));
-        assert!(SeedRange::parse("7").unwrap_err().contains("not a seed range"));
+        assert!(
+            SeedRange::parse("7")
+                .unwrap_err()
+                .contains("not a seed range")
+        );
         assert!(SeedRange::parse("1..99999999999999999999").is_err());
     }
 }

@@ -50,7 +50,10 @@ impl<'a> StoreLoadCounter<'a> {
 
 impl Observer<DocKey, DocValue, LeaseEvent> for StoreLoadCounter<'_> {
     fn record(&mut self, record: &Record<'_, DocKey, DocValue, LeaseEvent>) {
-        let RecordKind::Store { actor, op, before, .. } = &record.kind else {
+        let RecordKind::Store {
+            actor, op, before, ..
+        } = &record.kind
+        else {
             return;
         };
         let worker = self.is_worker(*actor);

@@ -179,7 +179,8 @@ impl Observer<DocKey, DocValue, LeaseEvent> for TraceComparer<'_> {
                 self.first_divergence = Some((self.compared + 2, expected.clone(), actual));
             }
             None => {
-                self.first_divergence = Some((self.compared + 2, "(the trace ended here)".into(), actual));
+                self.first_divergence =
+                    Some((self.compared + 2, "(the trace ended here)".into(), actual));
             }
         }
         self.compared += 1;

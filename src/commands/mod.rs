@@ -24,7 +24,10 @@ pub fn load_scenario(path: &Path) -> Result<ValidScenario, u8> {
 pub fn parse_variant(name: &str) -> Result<Variant, u8> {
     Variant::from_name(name).ok_or_else(|| {
         let known: Vec<&str> = Variant::all().map(|v| v.name()).collect();
-        bad_input(format!("--variant: unknown variant \"{name}\"; known: {}", known.join(", ")))
+        bad_input(format!(
+            "--variant: unknown variant \"{name}\"; known: {}",
+            known.join(", ")
+        ))
     })
 }
 

@@ -1,7 +1,7 @@
-use super::{bad_input, EXIT_OK, EXIT_VIOLATION};
+use super::{EXIT_OK, EXIT_VIOLATION, bad_input};
+use leasehold::Scenario;
 use leasehold::simulate;
 use leasehold::trace::{TraceComparer, TraceFile};
-use leasehold::Scenario;
 use leasehold_protocol::Variant;
 use std::path::Path;
 
@@ -16,7 +16,12 @@ pub fn replay(path: &Path, json: bool) -> u8 {
     };
     let scn = match Scenario::parse(&trace.header.scenario) {
         Ok(s) => s,
-        Err(e) => return bad_input(format!("{}: line 1: the embedded scenario is invalid: {e}", path.display())),
+        Err(e) => {
+            return bad_input(format!(
+                "{}: line 1: the embedded scenario is invalid: {e}",
+                path.display()
+            ));
+        }
     };
     let Some(variant) = Variant::from_name(&trace.header.variant) else {
         return bad_input(format!(
@@ -70,11 +75,10 @@ pub fn replay(path: &Path, json: bool) -> u8 {
             );
         }
     } else {
-        println!("DIVERGED: every record matches but the trace hash differs: trace {}, re-run {hash}", trace.footer.end.trace_hash);
+        println!(
+            "DIVERGED: every record matches but the trace hash differs: trace {}, re-run {hash}",
+            trace.footer.end.trace_hash
+        );
     }
-    if identical {
-        EXIT_OK
-    } else {
-        EXIT_VIOLATION
-    }
+    if identical { EXIT_OK } else { EXIT_VIOLATION }
 }

@@ -1,6 +1,6 @@
-use super::{bad_input, load_scenario, parse_variant, replay_command, EXIT_OK, EXIT_VIOLATION};
+use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_scenario, parse_variant, replay_command};
 use leasehold::trace::{TraceEnd, TraceHeader, TraceWriter};
-use leasehold::{simulate, RunOutcome};
+use leasehold::{RunOutcome, simulate};
 use leasehold_protocol::{DocKey, DocValue, LeaseEvent};
 use leasehold_sim::Observer;
 use std::io::BufWriter;
@@ -52,7 +52,11 @@ pub fn run(
             trace_hash: outcome.trace_hash_hex(),
             events: outcome.events(),
             ok: outcome.ok(),
-            invariants: outcome.invariants.iter().map(|i| i.name().to_string()).collect(),
+            invariants: outcome
+                .invariants
+                .iter()
+                .map(|i| i.name().to_string())
+                .collect(),
         };
         if let Err(e) = w.finish(end) {
             return bad_input(format!("--trace {}: {e}", path.display()));
@@ -61,7 +65,8 @@ pub fn run(
     let mut determinism_error = None;
     if check_determinism {
         let again = simulate(&scn, seed, variant, None);
-        if again.trace_hash_hex() != outcome.trace_hash_hex() || again.events() != outcome.events() {
+        if again.trace_hash_hex() != outcome.trace_hash_hex() || again.events() != outcome.events()
+        {
             determinism_error = Some(format!(
                 "NONDETERMINISM seed {seed}: first run {} ({} events), second run {} ({} events)",
                 outcome.trace_hash_hex(),
@@ -119,7 +124,12 @@ pub fn print_report(outcome: &RunOutcome, replay: &str) {
         outcome.variant
     );
     for v in outcome.violations.iter().take(SHOWN_VIOLATIONS) {
-        println!("  {} at {:.3} s: {}", v.invariant, v.time_ms as f64 / 1e3, v.message);
+        println!(
+            "  {} at {:.3} s: {}",
+            v.invariant,
+            v.time_ms as f64 / 1e3,
+            v.message
+        );
     }
     if outcome.violations.len() > SHOWN_VIOLATIONS {
         println!("  ... {} more", outcome.violations.len() - SHOWN_VIOLATIONS);

@@ -1,10 +1,16 @@
-use super::{bad_input, load_scenario, parse_variant, replay_command, EXIT_OK, EXIT_VIOLATION};
+use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_scenario, parse_variant, replay_command};
 use leasehold::seeds::SeedRange;
 use leasehold::simulate;
 use std::path::Path;
 use std::time::Instant;
 
-pub fn sweep(scenario_path: &Path, seeds: &str, variant: &str, json: bool, check_determinism: bool) -> u8 {
+pub fn sweep(
+    scenario_path: &Path,
+    seeds: &str,
+    variant: &str,
+    json: bool,
+    check_determinism: bool,
+) -> u8 {
     let range = match SeedRange::parse(seeds) {
         Ok(r) => r,
         Err(e) => return bad_input(format!("--seeds: {e}")),
@@ -24,11 +30,17 @@ pub fn sweep(scenario_path: &Path, seeds: &str, variant: &str, json: bool, check
     for seed in range.iter() {
         let outcome = simulate(&scn, seed, variant, None);
         events += outcome.events();
-        let mut invariants: Vec<String> = outcome.invariants.iter().map(|i| i.name().to_string()).collect();
+        let mut invariants: Vec<String> = outcome
+            .invariants
+            .iter()
+            .map(|i| i.name().to_string())
+            .collect();
         if check_determinism {
             let again = simulate(&scn, seed, variant, None);
             events += again.events();
-            if again.trace_hash_hex() != outcome.trace_hash_hex() || again.events() != outcome.events() {
+            if again.trace_hash_hex() != outcome.trace_hash_hex()
+                || again.events() != outcome.events()
+            {
                 invariants.push("determinism".to_string());
             }
         }
@@ -37,11 +49,18 @@ pub fn sweep(scenario_path: &Path, seeds: &str, variant: &str, json: bool, check
             if !json {
                 println!("seed {seed}: {}", invariants.join(", "));
                 if let Some(v) = outcome.violations.first() {
-                    println!("  {} at {:.3} s: {}", v.invariant, v.time_ms as f64 / 1e3, v.message);
+                    println!(
+                        "  {} at {:.3} s: {}",
+                        v.invariant,
+                        v.time_ms as f64 / 1e3,
+                        v.message
+                    );
                 }
                 println!("  replay: {replay}");
             }
-            failures.push(serde_json::json!({"seed": seed, "invariants": invariants, "replay": replay}));
+            failures.push(
+                serde_json::json!({"seed": seed, "invariants": invariants, "replay": replay}),
+            );
         }
     }
     let elapsed_s = started.elapsed().as_secs_f64().max(1e-9);

@@ -1,7 +1,7 @@
 //! The lease invariants, judged online from the records of one run.
 
 use crate::invariant::{Invariant, Violation};
-use leasehold_interface::{EffectReply, StoreReply, StoreRequest};
+use leasehold_interface::{EffectReply, EffectRequest, StoreReply, StoreRequest};
 use leasehold_protocol::{DocKey, DocValue, LeaseEvent, Owner, TaskDoc, TaskId, TaskState};
 use leasehold_sim::{Actor, NodeId, Observer, Record, RecordKind};
 use serde::Serialize;
@@ -133,7 +133,13 @@ impl LeaseChecker {
         &self.violations
     }
 
-    pub fn violate(&mut self, invariant: Invariant, time_us: u64, task: Option<TaskId>, message: String) {
+    pub fn violate(
+        &mut self,
+        invariant: Invariant,
+        time_us: u64,
+        task: Option<TaskId>,
+        message: String,
+    ) {
         self.violation_counts[invariant as usize] += 1;
         if self.violations.len() < MAX_KEPT_VIOLATIONS {
             self.violations.push(Violation {
@@ -170,13 +176,23 @@ impl LeaseChecker {
         self.tasks.get_mut(task.0 as usize)
     }
 
-    fn on_task_write(&mut self, time_us: u64, task: TaskId, writer: Writer, before: Option<TaskDoc>, new: TaskDoc) {
+    fn on_task_write(
+        &mut self,
+        time_us: u64,
+        task: TaskId,
+        writer: Writer,
+        before: Option<TaskDoc>,
+        new: TaskDoc,
+    ) {
         if self.track(task).is_none() {
             self.violate(
                 Invariant::NoLostTask,
                 time_us,
                 Some(task),
-                format!("a document was written for task {} which the workload never created", task.0),
+                format!(
+                    "a document was written for task {} which the workload never created",
+                    task.0
+                ),
             );
             return;
         }
@@ -209,7 +225,10 @@ impl LeaseChecker {
                     Invariant::EpochsMonotonic,
                     time_us,
                     Some(task),
-                    format!("task {} went from epoch {} back to {} (write by {})", task.0, b.epoch, new.epoch, who),
+                    format!(
+                        "task {} went from epoch {} back to {} (write by {})",
+                        task.0, b.epoch, new.epoch, who
+                    ),
                 );
             } else if ownership_changes && new.epoch == b.epoch {
                 self.violate(
@@ -230,7 +249,8 @@ impl LeaseChecker {
             }
             if let Writer::Worker(o) = writer {
                 let claim = b.state == TaskState::Pending && new.owner == Some(o);
-                let own_progress = b.state == TaskState::Running && b.owner == Some(o) && b.epoch == new.epoch;
+                let own_progress =
+                    b.state == TaskState::Running && b.owner == Some(o) && b.epoch == new.epoch;
                 if b.state == TaskState::Running && !own_progress {
                     self.violate(
                         Invariant::NoDoubleOwnership,
@@ -263,10 +283,10 @@ impl LeaseChecker {
                 }
             }
         }
-        if new.state == TaskState::Running {
-            if let Some(owner) = new.owner {
-                self.claim_epoch(time_us, task, new.epoch, owner);
-            }
+        if new.state == TaskState::Running
+            && let Some(owner) = new.owner
+        {
+            self.claim_epoch(time_us, task, new.epoch, owner);
         }
         let was_done = before.is_some_and(|b| b.state == TaskState::Done);
         if new.state == TaskState::Done && !was_done {
@@ -292,7 +312,10 @@ impl LeaseChecker {
                     Invariant::NoDoubleOwnership,
                     time_us,
                     Some(task),
-                    format!("two workers worked on task {} in epoch {}: {} and {}", task.0, epoch, other, owner),
+                    format!(
+                        "two workers worked on task {} in epoch {}: {} and {}",
+                        task.0, epoch, other, owner
+                    ),
                 );
             }
             Some(_) => {}
@@ -303,7 +326,15 @@ impl LeaseChecker {
         }
     }
 
-    fn on_effect(&mut self, time_us: u64, writer: Writer, task: TaskId, step: u32, token: u64, service: u16, outcome: EffectReply) {
+    fn on_effect(
+        &mut self,
+        time_us: u64,
+        writer: Writer,
+        call: &EffectRequest,
+        outcome: EffectReply,
+    ) {
+        let task = TaskId(u32::try_from(call.resource).unwrap_or(u32::MAX));
+        let (step, token, service) = (call.step, call.token, call.service.0);
         let service_name = self
             .cfg
             .service_names
@@ -315,7 +346,10 @@ impl LeaseChecker {
                 Invariant::ExactlyOnceEffects,
                 time_us,
                 Some(task),
-                format!("{service_name} was called for task {} which does not exist", task.0),
+                format!(
+                    "{service_name} was called for task {} which does not exist",
+                    task.0
+                ),
             );
             return;
         };
@@ -355,8 +389,10 @@ impl LeaseChecker {
                 ),
             );
         }
-        if let Some(current) = current_epoch {
-            if token < current {
+        if let Some(current) = current_epoch
+            && token < current
+        {
+            {
                 self.violate(
                     Invariant::NoDoubleOwnership,
                     time_us,
@@ -378,7 +414,8 @@ impl LeaseChecker {
         let unfinished = self.cfg.tasks_total - self.done;
         let rounds = unfinished.div_ceil(b.capacity) as u64 + 1;
         let start_us = time_us.max(self.cfg.last_arrival_ms * 1_000);
-        self.deadline_us = Some(start_us + (b.detect_ms + rounds * b.per_task_ms + b.slack_ms) * 1_000);
+        self.deadline_us =
+            Some(start_us + (b.detect_ms + rounds * b.per_task_ms + b.slack_ms) * 1_000);
     }
 
     /// Judge what can only be judged at the end. Call once, after the run.
@@ -400,7 +437,12 @@ impl LeaseChecker {
             }
         }
         for (task, step, doc) in unapplied {
-            let service = self.cfg.service_names.get(step % self.cfg.service_names.len().max(1)).cloned().unwrap_or_default();
+            let service = self
+                .cfg
+                .service_names
+                .get(step % self.cfg.service_names.len().max(1))
+                .cloned()
+                .unwrap_or_default();
             self.violate(
                 Invariant::ExactlyOnceEffects,
                 end_us,
@@ -422,7 +464,10 @@ impl LeaseChecker {
                     Invariant::NoLostTask,
                     end_us,
                     None,
-                    format!("... and {} more tasks not done", total_lost - MAX_NAMED_LOST_TASKS),
+                    format!(
+                        "... and {} more tasks not done",
+                        total_lost - MAX_NAMED_LOST_TASKS
+                    ),
                 );
                 break;
             }
@@ -513,8 +558,7 @@ impl Observer<DocKey, DocValue, LeaseEvent> for LeaseChecker {
                 ..
             } => {
                 let writer = self.writer(*actor);
-                let task = TaskId(u32::try_from(call.resource).unwrap_or(u32::MAX));
-                self.on_effect(record.time_us, writer, task, call.step, call.token, call.service.0, *outcome);
+                self.on_effect(record.time_us, writer, call, *outcome);
             }
             RecordKind::HealPhase => self.on_heal(record.time_us),
             _ => {}

@@ -14,4 +14,4 @@ pub mod time;
 pub use effect::{EffectReply, EffectRequest, ServiceId};
 pub use node::{Input, Output, RequestId};
 pub use store::{Document, StoreReply, StoreRequest, Version};
-pub use time::Instant;
+pub use time::{Instant, LocalTime};

@@ -10,9 +10,7 @@ use serde::{Deserialize, Serialize};
 
 /// Correlates a reply with the request a node sent. Unique per node
 /// incarnation; the host never interprets it.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct RequestId(pub u64);
 

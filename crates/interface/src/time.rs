@@ -55,8 +55,23 @@ impl Instant {
     }
 }
 
+/// What a node reads from its clocks when it handles one input: a monotonic
+/// clock for every timeout and lease, and a wall clock that is only ever used
+/// to stamp documents for humans (correct nodes never compare another node's
+/// wall-clock stamp with their own).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LocalTime {
+    pub mono: Instant,
+    pub wall_ms: u64,
+}
+
 impl std::fmt::Display for Instant {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{:03}s", self.micros / 1_000_000, (self.micros / 1_000) % 1_000)
+        write!(
+            f,
+            "{}.{:03}s",
+            self.micros / 1_000_000,
+            (self.micros / 1_000) % 1_000
+        )
     }
 }

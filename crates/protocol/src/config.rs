@@ -85,14 +85,16 @@ impl ProtocolConfig {
         if self.max_clock_drift_ppm >= 100_000 {
             return err(
                 "max_clock_drift_ppm",
-                format!("{} ppm is over 10%; leases cannot be safe", self.max_clock_drift_ppm),
+                format!(
+                    "{} ppm is over 10%; leases cannot be safe",
+                    self.max_clock_drift_ppm
+                ),
             );
         }
         // A healthy worker must always be able to renew (one attempt that
         // times out, then a retry) before it would fence itself.
-        let renew_ms = self.heartbeat_interval_ms
-            + self.store_timeout_ms
-            + 2 * self.max_network_delay_ms;
+        let renew_ms =
+            self.heartbeat_interval_ms + self.store_timeout_ms + 2 * self.max_network_delay_ms;
         if self.self_fence_after_ms() <= renew_ms {
             return err(
                 "lease_timeout_ms",

@@ -5,9 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct TaskId(pub u32);
 
@@ -18,9 +16,7 @@ impl TaskId {
 
 /// One incarnation of one worker: the identity that owns tasks. A restarted
 /// worker is a new owner, so its heartbeat cannot hide the old one's tasks.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Owner {
     pub worker: u32,
     pub incarnation: u32,
@@ -39,18 +35,25 @@ impl std::fmt::Display for Owner {
     }
 }
 
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(tag = "doc", rename_all = "snake_case")]
 pub enum DocKey {
     /// A worker incarnation's heartbeat document.
-    Member { owner: Owner },
-    Task { task: TaskId },
+    Member {
+        owner: Owner,
+    },
+    Task {
+        task: TaskId,
+    },
     /// Index: the task is pending. Unique per task.
-    PendingIdx { task: TaskId },
+    PendingIdx {
+        task: TaskId,
+    },
     /// Index: the task is running under `owner`. Unique per task.
-    OwnedIdx { owner: Owner, task: TaskId },
+    OwnedIdx {
+        owner: Owner,
+        task: TaskId,
+    },
 }
 
 impl DocKey {

@@ -7,16 +7,46 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum LeaseEvent {
-    Registered { owner: Owner },
-    Claimed { task: TaskId, epoch: u64 },
-    StepStarted { task: TaskId, epoch: u64, step: u32 },
-    StepRecorded { task: TaskId, epoch: u64, step: u32 },
-    Completed { task: TaskId, epoch: u64 },
+    Registered {
+        owner: Owner,
+    },
+    Claimed {
+        task: TaskId,
+        epoch: u64,
+    },
+    StepStarted {
+        task: TaskId,
+        epoch: u64,
+        step: u32,
+    },
+    StepRecorded {
+        task: TaskId,
+        epoch: u64,
+        step: u32,
+    },
+    Completed {
+        task: TaskId,
+        epoch: u64,
+    },
     /// The worker stopped working on a task because it moved on.
-    Abandoned { task: TaskId, epoch: u64 },
+    Abandoned {
+        task: TaskId,
+        epoch: u64,
+    },
     /// The worker could not prove its lease and stopped all work.
-    Fenced { owner: Owner, lease_lost: bool },
-    DeclaredDead { owner: Owner },
-    Requeued { task: TaskId, from: Owner, epoch: u64 },
-    ReclaimFinished { owner: Owner },
+    Fenced {
+        owner: Owner,
+        lease_lost: bool,
+    },
+    DeclaredDead {
+        owner: Owner,
+    },
+    Requeued {
+        task: TaskId,
+        from: Owner,
+        epoch: u64,
+    },
+    ReclaimFinished {
+        owner: Owner,
+    },
 }

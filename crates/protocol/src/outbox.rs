@@ -26,12 +26,18 @@ impl<P> Outbox<P> {
     }
 
     fn push(&mut self, output: LeaseOutput) {
-        assert!(self.queued.len() < MAX_QUEUED_OUTPUTS, "output queue overflow");
+        assert!(
+            self.queued.len() < MAX_QUEUED_OUTPUTS,
+            "output queue overflow"
+        );
         self.queued.push_back(output);
     }
 
     fn next_id(&mut self, purpose: P, deadline: Instant) -> RequestId {
-        assert!(self.pending.len() < MAX_PENDING_REQUESTS, "too many pending requests");
+        assert!(
+            self.pending.len() < MAX_PENDING_REQUESTS,
+            "too many pending requests"
+        );
         let id = RequestId(self.next_request);
         self.next_request += 1;
         self.pending.insert(id, (purpose, deadline));

@@ -19,7 +19,7 @@ use crate::events::LeaseEvent;
 use crate::outbox::Outbox;
 use crate::variant::Variant;
 use crate::{LeaseInput, LeaseOutput};
-use leasehold_interface::{Document, Input, Instant, StoreReply, StoreRequest, Version};
+use leasehold_interface::{Document, Input, Instant, LocalTime, StoreReply, StoreRequest, Version};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -62,6 +62,7 @@ pub struct Reclaimer {
     marking: BTreeSet<Owner>,
     jobs: BTreeMap<Owner, Job>,
     out: Outbox<Purpose>,
+    wall_ms: u64,
 }
 
 impl Reclaimer {
@@ -79,6 +80,7 @@ impl Reclaimer {
             marking: BTreeSet::new(),
             jobs: BTreeMap::new(),
             out: Outbox::new(),
+            wall_ms: 0,
         }
     }
 
@@ -102,7 +104,9 @@ impl Reclaimer {
         }
     }
 
-    pub fn handle_input(&mut self, now: Instant, input: LeaseInput) {
+    pub fn handle_input(&mut self, time: LocalTime, input: LeaseInput) {
+        self.wall_ms = time.wall_ms;
+        let now = time.mono;
         match input {
             Input::Start => self.next_scan_at = Some(now),
             Input::Timeout => {}
@@ -169,9 +173,12 @@ impl Reclaimer {
                         self.consider_member(now, doc);
                     }
                     match (more, last) {
-                        (true, Some(DocKey::Member { owner })) => {
-                            self.scan_members(now, DocKey::Member { owner: successor(owner) })
-                        }
+                        (true, Some(DocKey::Member { owner })) => self.scan_members(
+                            now,
+                            DocKey::Member {
+                                owner: successor(owner),
+                            },
+                        ),
                         _ => {
                             // Forget workers whose documents are gone, so
                             // memory follows the live fleet.
@@ -260,7 +267,10 @@ impl Reclaimer {
     }
 
     fn start_job(&mut self, now: Instant, owner: Owner, dead_version: Version) {
-        assert!(!self.jobs.contains_key(&owner), "two reclaim jobs for one owner");
+        assert!(
+            !self.jobs.contains_key(&owner),
+            "two reclaim jobs for one owner"
+        );
         self.jobs.insert(
             owner,
             Job {
@@ -356,7 +366,10 @@ impl Reclaimer {
         let Some(job) = self.jobs.get_mut(&owner) else {
             return;
         };
-        assert!(job.requeues_in_flight > 0, "requeue reply without a requeue");
+        assert!(
+            job.requeues_in_flight > 0,
+            "requeue reply without a requeue"
+        );
         job.requeues_in_flight -= 1;
         if job.requeues_in_flight == 0 {
             // Re-list: conflicts (a task that moved) and further pages alike.

@@ -8,7 +8,8 @@ use crate::outbox::Outbox;
 use crate::variant::Variant;
 use crate::{LeaseInput, LeaseOutput};
 use leasehold_interface::{
-    Document, EffectReply, EffectRequest, Input, Instant, StoreReply, StoreRequest, Version,
+    Document, EffectReply, EffectRequest, Input, Instant, LocalTime, StoreReply, StoreRequest,
+    Version,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -72,6 +73,8 @@ pub struct Worker {
     retry_register_at: Option<Instant>,
     runs: BTreeMap<TaskId, Run>,
     out: Outbox<Purpose>,
+    /// Wall-clock reading at the current input: stamps documents, nothing more.
+    wall_ms: u64,
 }
 
 impl Worker {
@@ -93,6 +96,7 @@ impl Worker {
             retry_register_at: None,
             runs: BTreeMap::new(),
             out: Outbox::new(),
+            wall_ms: 0,
         }
     }
 
@@ -127,10 +131,10 @@ impl Worker {
             consider(t);
         }
         if self.phase == Phase::Active {
-            if self.variant() != Variant::NoSelfFencing {
-                if let Some(t) = self.lease_deadline() {
-                    consider(t);
-                }
+            if self.variant() != Variant::NoSelfFencing
+                && let Some(t) = self.lease_deadline()
+            {
+                consider(t);
             }
             if !self.heartbeat_in_flight {
                 consider(self.next_heartbeat_at);
@@ -151,19 +155,22 @@ impl Worker {
         (self.cfg.slots_per_worker as usize).saturating_sub(self.runs.len())
     }
 
-    pub fn handle_input(&mut self, now: Instant, input: LeaseInput) {
+    pub fn handle_input(&mut self, time: LocalTime, input: LeaseInput) {
+        self.wall_ms = time.wall_ms;
+        let now = time.mono;
         if self.phase == Phase::Stopped {
             return;
         }
         // Self-fencing comes first: a reply that arrives after the lease may
         // have lapsed must not trigger one more effect or write.
-        if self.phase == Phase::Active && self.variant() != Variant::NoSelfFencing {
-            if let Some(deadline) = self.lease_deadline() {
-                if now >= deadline {
-                    self.stop(true);
-                    return;
-                }
-            }
+        if self.phase == Phase::Active
+            && self.variant() != Variant::NoSelfFencing
+            && self
+                .lease_deadline()
+                .is_some_and(|deadline| now >= deadline)
+        {
+            self.stop(true);
+            return;
         }
         match input {
             Input::Start => self.register(now),
@@ -184,13 +191,13 @@ impl Worker {
         }
     }
 
-    fn member_doc(&self, now: Instant, beats: u64, status: MemberStatus) -> DocValue {
+    fn member_doc(&self, _now: Instant, beats: u64, status: MemberStatus) -> DocValue {
         DocValue::Member(MemberDoc {
             owner: self.me,
             status,
             beats,
             lease_timeout_ms: self.cfg.lease_timeout_ms,
-            written_at_ms: now.as_millis(),
+            written_at_ms: self.wall_ms,
         })
     }
 
@@ -275,8 +282,14 @@ impl Worker {
         };
         self.heartbeat_in_flight = true;
         let deadline = now.plus_ms(self.cfg.store_timeout_ms);
-        self.out
-            .store(op, Purpose::Heartbeat { sent_at: now, beats }, deadline);
+        self.out.store(
+            op,
+            Purpose::Heartbeat {
+                sent_at: now,
+                beats,
+            },
+            deadline,
+        );
     }
 
     fn poll(&mut self, now: Instant) {
@@ -326,17 +339,21 @@ impl Worker {
                 );
             }
             Purpose::Effect { task, epoch, step } => {
-                if let Some(run) = self.runs.get_mut(&task) {
-                    if run.epoch == epoch && run.step == step && run.wait == Wait::Effect {
-                        run.wait = Wait::RetryEffectAt(now);
-                    }
+                if let Some(run) = self.runs.get_mut(&task)
+                    && run.epoch == epoch
+                    && run.step == step
+                    && run.wait == Wait::Effect
+                {
+                    run.wait = Wait::RetryEffectAt(now);
                 }
             }
             Purpose::Progress { task, epoch, step } => {
-                if let Some(run) = self.runs.get_mut(&task) {
-                    if run.epoch == epoch && run.step == step && run.wait == Wait::Progress {
-                        run.wait = Wait::RetryProgressAt(now);
-                    }
+                if let Some(run) = self.runs.get_mut(&task)
+                    && run.epoch == epoch
+                    && run.step == step
+                    && run.wait == Wait::Progress
+                {
+                    run.wait = Wait::RetryProgressAt(now);
                 }
             }
         }
@@ -486,7 +503,8 @@ impl Worker {
             }
         };
         let deadline = now.plus_ms(self.cfg.store_timeout_ms);
-        self.out.store(op, Purpose::Claim { task, claimed }, deadline);
+        self.out
+            .store(op, Purpose::Claim { task, claimed }, deadline);
     }
 
     /// `Some` if `doc` shows our own claim at `epoch`.
@@ -509,7 +527,9 @@ impl Worker {
                 self.start_run(now, task, claimed, version);
             }
             // Our claim landed earlier but the acknowledgement was lost.
-            StoreReply::Conflict { current: Some(doc) } if self.my_claim(&doc, claimed.epoch).is_some() => {
+            StoreReply::Conflict { current: Some(doc) }
+                if self.my_claim(&doc, claimed.epoch).is_some() =>
+            {
                 self.claim_retries = 0;
                 let mine = self.my_claim(&doc, claimed.epoch).expect("checked");
                 self.start_run(now, task, mine, doc.version);
@@ -531,9 +551,18 @@ impl Worker {
     fn start_run(&mut self, now: Instant, task: TaskId, doc: TaskDoc, version: Version) {
         assert_eq!(doc.state, TaskState::Running);
         assert_eq!(doc.owner, Some(self.me));
-        assert!(doc.steps_done < doc.steps_total, "a running task has steps left");
-        assert!(!self.runs.contains_key(&task), "claimed a task we already run");
-        assert!(self.runs.len() < self.cfg.slots_per_worker as usize, "claimed past our slots");
+        assert!(
+            doc.steps_done < doc.steps_total,
+            "a running task has steps left"
+        );
+        assert!(
+            !self.runs.contains_key(&task),
+            "claimed a task we already run"
+        );
+        assert!(
+            self.runs.len() < self.cfg.slots_per_worker as usize,
+            "claimed past our slots"
+        );
         self.polling = false;
         self.next_poll_at = now;
         self.runs.insert(
@@ -668,7 +697,8 @@ impl Worker {
         let run = self.runs.get_mut(&task).expect("running");
         let epoch = run.epoch;
         let step = run.step;
-        self.out.event(LeaseEvent::StepRecorded { task, epoch, step });
+        self.out
+            .event(LeaseEvent::StepRecorded { task, epoch, step });
         if step + 1 == run.steps_total {
             self.runs.remove(&task);
             self.out.event(LeaseEvent::Completed { task, epoch });

@@ -7,19 +7,37 @@ const PPM: i128 = 1_000_000;
 /// Drift beyond 10% is not a clock, it is a bug in the scenario.
 pub const MAX_DRIFT_PPM: i64 = 100_000;
 
-/// `local = sim + offset + sim * drift_ppm / 1e6`, never below zero.
+/// Monotonic: `local = sim + offset + sim * drift_ppm / 1e6`, never below
+/// zero. Wall: the same rate, shifted by `wall_offset_us` (skew, plus any
+/// jumps so far).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct LocalClock {
     pub offset_us: i64,
     pub drift_ppm: i64,
+    pub wall_offset_us: i64,
 }
 
 impl LocalClock {
     pub fn new(offset_us: i64, drift_ppm: i64) -> LocalClock {
-        assert!(drift_ppm.abs() <= MAX_DRIFT_PPM, "drift {drift_ppm} ppm out of range");
+        assert!(
+            drift_ppm.abs() <= MAX_DRIFT_PPM,
+            "drift {drift_ppm} ppm out of range"
+        );
         LocalClock {
             offset_us,
             drift_ppm,
+            wall_offset_us: 0,
+        }
+    }
+
+    /// Both readings at simulated time `sim_us`.
+    pub fn read(&self, sim_us: u64) -> leasehold_interface::LocalTime {
+        let mono = self.local(sim_us);
+        let drifted = mono.as_micros() as i128 - self.offset_us as i128;
+        let wall_us = (drifted + self.wall_offset_us as i128).clamp(0, u64::MAX as i128) as u64;
+        leasehold_interface::LocalTime {
+            mono,
+            wall_ms: wall_us / 1_000,
         }
     }
 
@@ -35,8 +53,8 @@ impl LocalClock {
         if target <= 0 || self.local(0) >= local {
             return 0;
         }
-        let mut sim = (target * PPM + (PPM + self.drift_ppm as i128) - 1)
-            / (PPM + self.drift_ppm as i128);
+        let mut sim =
+            (target * PPM + (PPM + self.drift_ppm as i128) - 1) / (PPM + self.drift_ppm as i128);
         // Integer rounding can leave us a microsecond short or long; settle it
         // exactly. Bounded: the estimate is within a couple of microseconds.
         for _ in 0..4 {
@@ -48,7 +66,10 @@ impl LocalClock {
                 break;
             }
         }
-        assert!(self.local(sim as u64) >= local, "clock inversion did not converge");
+        assert!(
+            self.local(sim as u64) >= local,
+            "clock inversion did not converge"
+        );
         sim.clamp(0, u64::MAX as i128) as u64
     }
 }

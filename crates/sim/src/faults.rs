@@ -88,7 +88,8 @@ impl FaultInjector {
     fn rng(&mut self, node: NodeId) -> &mut ChaCha8Rng {
         while self.per_node.len() <= node.index() {
             let index = self.per_node.len() as u32;
-            self.per_node.push(self.streams.stream(Concern::Faults, index));
+            self.per_node
+                .push(self.streams.stream(Concern::Faults, index));
         }
         &mut self.per_node[node.index()]
     }
@@ -117,7 +118,10 @@ impl FaultInjector {
     }
 
     pub fn restart_delay_us(&mut self, node: NodeId) -> u64 {
-        let (lo, hi) = (self.policy.restart_delay_ms_min, self.policy.restart_delay_ms_max);
+        let (lo, hi) = (
+            self.policy.restart_delay_ms_min,
+            self.policy.restart_delay_ms_max,
+        );
         self.rng(node).random_range(lo..=hi) * 1_000
     }
 }

@@ -1,6 +1,6 @@
 //! The one trait a node implements to plug into the simulator.
 
-use leasehold_interface::{Input, Instant, Output};
+use leasehold_interface::{Input, Instant, LocalTime, Output};
 use serde::Serialize;
 use std::fmt::Debug;
 use std::hash::Hash;
@@ -26,7 +26,7 @@ pub trait Node {
     /// Handle one input at local time `now`; push every resulting output.
     fn step(
         &mut self,
-        now: Instant,
+        now: LocalTime,
         input: Input<Self::Key, Self::Value>,
         out: &mut Vec<Output<Self::Key, Self::Value, Self::Event>>,
     );

@@ -12,7 +12,10 @@ use serde::Serialize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(tag = "actor", rename_all = "snake_case")]
 pub enum Actor {
-    Node { node: NodeId, incarnation: u32 },
+    Node {
+        node: NodeId,
+        incarnation: u32,
+    },
     /// The workload: writes scheduled by the host (new orders arriving).
     External,
 }
@@ -24,8 +27,13 @@ pub enum Actor {
 pub enum InputSummary {
     Start,
     Timeout,
-    StoreReply { request: RequestId },
-    EffectReply { request: RequestId, reply: EffectReply },
+    StoreReply {
+        request: RequestId,
+    },
+    EffectReply {
+        request: RequestId,
+        reply: EffectReply,
+    },
 }
 
 impl InputSummary {
@@ -77,9 +85,15 @@ pub enum RecordKind<'a, K, V, E> {
     },
     Fault(Fault),
     /// The node asked to stop (it fenced itself); it restarts later.
-    Exit { node: NodeId, incarnation: u32 },
+    Exit {
+        node: NodeId,
+        incarnation: u32,
+    },
     /// A reply reached a node incarnation that no longer exists.
-    Dropped { node: NodeId, incarnation: u32 },
+    Dropped {
+        node: NodeId,
+        incarnation: u32,
+    },
     /// Faults stop here; liveness is judged from here on.
     HealPhase,
 }

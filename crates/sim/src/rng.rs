@@ -52,9 +52,24 @@ mod tests {
     #[test]
     fn streams_are_independent_and_reproducible() {
         let s = RngStreams::new(42);
-        let a: Vec<u64> = (0..4).map(|_| 0).scan(s.stream(Concern::Network, 0), |r, _: u64| Some(r.random::<u64>())).collect();
-        let b: Vec<u64> = (0..4).map(|_| 0).scan(s.stream(Concern::Network, 0), |r, _: u64| Some(r.random::<u64>())).collect();
-        let c: Vec<u64> = (0..4).map(|_| 0).scan(s.stream(Concern::Network, 1), |r, _: u64| Some(r.random::<u64>())).collect();
+        let a: Vec<u64> = (0..4)
+            .map(|_| 0)
+            .scan(s.stream(Concern::Network, 0), |r, _: u64| {
+                Some(r.random::<u64>())
+            })
+            .collect();
+        let b: Vec<u64> = (0..4)
+            .map(|_| 0)
+            .scan(s.stream(Concern::Network, 0), |r, _: u64| {
+                Some(r.random::<u64>())
+            })
+            .collect();
+        let c: Vec<u64> = (0..4)
+            .map(|_| 0)
+            .scan(s.stream(Concern::Network, 1), |r, _: u64| {
+                Some(r.random::<u64>())
+            })
+            .collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
     }

@@ -82,11 +82,23 @@ mod tests {
     use leasehold_interface::ServiceId;
 
     fn call(resource: u64, step: u32, token: u64, key: bool) -> EffectRequest {
-        EffectRequest { service: ServiceId(0), resource, step, token, idempotency_key: key }
+        EffectRequest {
+            service: ServiceId(0),
+            resource,
+            step,
+            token,
+            idempotency_key: key,
+        }
     }
 
     fn spec(dedup: Dedup, fencing: bool) -> ServiceSpec {
-        ServiceSpec { name: "s".into(), dedup, fencing, work_ms_min: 1, work_ms_max: 1 }
+        ServiceSpec {
+            name: "s".into(),
+            dedup,
+            fencing,
+            work_ms_min: 1,
+            work_ms_max: 1,
+        }
     }
 
     #[test]

@@ -167,7 +167,8 @@ impl<N: Node> Simulation<N> {
 
     pub fn add_node(&mut self, spec: NodeSpec) -> NodeId {
         let id = NodeId(self.slots.len() as u32);
-        self.queue.push(spec.boot_at_ms * 1_000, Event::Boot { node: id });
+        self.queue
+            .push(spec.boot_at_ms * 1_000, Event::Boot { node: id });
         self.slots.push(Slot {
             spec,
             node: None,
@@ -339,7 +340,10 @@ impl<N: Node> Simulation<N> {
                 // The service acts on a call the moment it arrives (the card is
                 // charged now); its reply leaves once its work time has passed.
                 let service = call.service.0 as usize;
-                assert!(service < self.services.len(), "call to unknown service {service}");
+                assert!(
+                    service < self.services.len(),
+                    "call to unknown service {service}"
+                );
                 let outcome = self.services[service].decide(&call);
                 emit(
                     &mut self.hasher,
@@ -372,7 +376,12 @@ impl<N: Node> Simulation<N> {
                 }
             }
             Event::HealPhase => {
-                emit(&mut self.hasher, observer, self.now_us, RecordKind::HealPhase);
+                emit(
+                    &mut self.hasher,
+                    observer,
+                    self.now_us,
+                    RecordKind::HealPhase,
+                );
             }
         }
     }
@@ -409,7 +418,7 @@ impl<N: Node> Simulation<N> {
             slot.steps += 1;
             (
                 slot.incarnation,
-                slot.spec.clock.local(now_us),
+                slot.spec.clock.read(now_us),
                 slot.steps,
                 slot.spec.crashable,
             )
@@ -430,7 +439,7 @@ impl<N: Node> Simulation<N> {
             RecordKind::Step {
                 node,
                 incarnation,
-                local,
+                local: local.mono,
                 input: InputSummary::of(&input),
             },
         );
@@ -559,7 +568,8 @@ impl<N: Node> Simulation<N> {
         slot.timer_at = None;
         slot.timer_generation += 1;
         let delay_us = self.faults.restart_delay_us(node);
-        self.queue.push(self.now_us + delay_us.max(1), Event::Boot { node });
+        self.queue
+            .push(self.now_us + delay_us.max(1), Event::Boot { node });
     }
 
     pub fn clock_of(&self, node: NodeId) -> LocalClock {

@@ -109,7 +109,10 @@ impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
         );
         if let Some(old_index) = old.and_then(|e| e.index) {
             let removed = self.index.remove(&old_index);
-            assert!(removed.as_ref() == Some(&key), "index entry missing for a live document");
+            assert!(
+                removed.as_ref() == Some(&key),
+                "index entry missing for a live document"
+            );
         }
         if let Some(index) = index {
             let clash = self.index.insert(index, key);
@@ -175,7 +178,10 @@ impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
                         let entry = self.docs.remove(key).expect("checked present");
                         if let Some(index) = entry.index {
                             let removed = self.index.remove(&index);
-                            assert!(removed.as_ref() == Some(key), "index entry missing on delete");
+                            assert!(
+                                removed.as_ref() == Some(key),
+                                "index entry missing on delete"
+                            );
                         }
                         self.revision += 1;
                         (StoreReply::Deleted, before)
@@ -238,21 +244,68 @@ impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
 mod tests {
     use super::*;
 
-    fn put(s: &mut VersionedStore<u32, &'static str>, k: u32, exp: u64, v: &'static str, i: Option<u32>) -> StoreReply<u32, &'static str> {
-        s.apply(&StoreRequest::PutIfVersion { key: k, expected: exp, value: v, index: i }).0
+    fn put(
+        s: &mut VersionedStore<u32, &'static str>,
+        k: u32,
+        exp: u64,
+        v: &'static str,
+        i: Option<u32>,
+    ) -> StoreReply<u32, &'static str> {
+        s.apply(&StoreRequest::PutIfVersion {
+            key: k,
+            expected: exp,
+            value: v,
+            index: i,
+        })
+        .0
     }
 
     #[test]
     fn conditional_writes_and_versions() {
         let mut s = VersionedStore::new();
-        let r = s.apply(&StoreRequest::CreateIfAbsent { key: 1, value: "a", index: None }).0;
+        let r = s
+            .apply(&StoreRequest::CreateIfAbsent {
+                key: 1,
+                value: "a",
+                index: None,
+            })
+            .0;
         assert_eq!(r, StoreReply::Written { version: 1 });
-        assert!(matches!(s.apply(&StoreRequest::CreateIfAbsent { key: 1, value: "b", index: None }).0, StoreReply::Conflict { current: Some(Document { version: 1, .. }) }));
-        assert_eq!(put(&mut s, 1, 1, "c", None), StoreReply::Written { version: 2 });
-        assert!(matches!(put(&mut s, 1, 1, "d", None), StoreReply::Conflict { .. }));
-        assert_eq!(s.apply(&StoreRequest::DeleteIfVersion { key: 1, expected: 2 }).0, StoreReply::Deleted);
+        assert!(matches!(
+            s.apply(&StoreRequest::CreateIfAbsent {
+                key: 1,
+                value: "b",
+                index: None
+            })
+            .0,
+            StoreReply::Conflict {
+                current: Some(Document { version: 1, .. })
+            }
+        ));
+        assert_eq!(
+            put(&mut s, 1, 1, "c", None),
+            StoreReply::Written { version: 2 }
+        );
+        assert!(matches!(
+            put(&mut s, 1, 1, "d", None),
+            StoreReply::Conflict { .. }
+        ));
+        assert_eq!(
+            s.apply(&StoreRequest::DeleteIfVersion {
+                key: 1,
+                expected: 2
+            })
+            .0,
+            StoreReply::Deleted
+        );
         // Re-created documents never reuse a version.
-        let r = s.apply(&StoreRequest::CreateIfAbsent { key: 1, value: "e", index: None }).0;
+        let r = s
+            .apply(&StoreRequest::CreateIfAbsent {
+                key: 1,
+                value: "e",
+                index: None,
+            })
+            .0;
         assert_eq!(r, StoreReply::Written { version: 4 });
         assert_eq!(s.stats().conflicts, 2);
     }
@@ -261,17 +314,37 @@ mod tests {
     fn index_follows_documents() {
         let mut s = VersionedStore::new();
         for k in 0..5u32 {
-            s.apply(&StoreRequest::CreateIfAbsent { key: k, value: "p", index: Some(100 + k) });
+            s.apply(&StoreRequest::CreateIfAbsent {
+                key: k,
+                value: "p",
+                index: Some(100 + k),
+            });
         }
         put(&mut s, 2, 3, "r", Some(200));
-        let scan = |s: &mut VersionedStore<u32, &'static str>, a, b, l| match s.apply(&StoreRequest::ScanIndex { start: a, end: b, limit: l }).0 {
-            StoreReply::Scanned { docs, more } => (docs.iter().map(|d| d.key).collect::<Vec<_>>(), more),
+        let scan = |s: &mut VersionedStore<u32, &'static str>, a, b, l| match s
+            .apply(&StoreRequest::ScanIndex {
+                start: a,
+                end: b,
+                limit: l,
+            })
+            .0
+        {
+            StoreReply::Scanned { docs, more } => {
+                (docs.iter().map(|d| d.key).collect::<Vec<_>>(), more)
+            }
             other => panic!("{other:?}"),
         };
         assert_eq!(scan(&mut s, 100, 200, 10), (vec![0, 1, 3, 4], false));
         assert_eq!(scan(&mut s, 100, 200, 2), (vec![0, 1], true));
         assert_eq!(scan(&mut s, 200, 201, 10), (vec![2], false));
-        match s.apply(&StoreRequest::Scan { start: 1, end: 4, limit: 10 }).0 {
+        match s
+            .apply(&StoreRequest::Scan {
+                start: 1,
+                end: 4,
+                limit: 10,
+            })
+            .0
+        {
             StoreReply::Scanned { docs, more } => {
                 assert_eq!(docs.len(), 3);
                 assert!(!more);

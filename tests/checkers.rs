@@ -1,0 +1,93 @@
+//! Every checker fires on a deliberately broken protocol and stays silent on
+//! the correct one.
+
+mod common;
+use common::*;
+use leasehold_check::Invariant;
+use leasehold_protocol::Variant;
+
+fn fires(variant: &str, invariant: Invariant) {
+    let scn = scenario("friday-rush");
+    let variant = Variant::from_name(variant).unwrap();
+    let hit = first_firing(&scn, 1..=20, variant, invariant)
+        .unwrap_or_else(|| panic!("{invariant} never fired on {variant} in 20 seeds"));
+    let v = hit
+        .violations
+        .iter()
+        .find(|v| v.invariant == invariant)
+        .unwrap();
+    assert!(!v.message.is_empty());
+    // The same seed on the correct protocol is clean.
+    let correct = leasehold::simulate(&scn, hit.seed, Variant::Correct, None);
+    assert!(
+        correct.ok(),
+        "correct failed seed {}: {:?}",
+        hit.seed,
+        correct.violations
+    );
+}
+
+#[test]
+fn no_double_ownership_fires_on_unconditional_claim() {
+    fires("unconditional-claim", Invariant::NoDoubleOwnership);
+}
+
+#[test]
+fn epochs_monotonic_fires_on_reclaim_without_epoch_bump() {
+    fires("reclaim-without-epoch-bump", Invariant::EpochsMonotonic);
+}
+
+#[test]
+fn exactly_once_fires_on_missing_idempotency_key() {
+    fires("no-idempotency-key", Invariant::ExactlyOnceEffects);
+}
+
+#[test]
+fn exactly_once_fires_when_progress_is_recorded_before_the_effect() {
+    fires("progress-before-effect", Invariant::ExactlyOnceEffects);
+}
+
+#[test]
+fn no_lost_task_fires_when_reclaim_runs_only_at_startup() {
+    fires("reclaim-only-at-startup", Invariant::NoLostTask);
+}
+
+#[test]
+fn lost_task_report_names_state_owner_and_epoch() {
+    let scn = scenario("friday-rush");
+    let hit = first_firing(
+        &scn,
+        1..=20,
+        Variant::ReclaimOnlyAtStartup,
+        Invariant::NoLostTask,
+    )
+    .unwrap();
+    let v = hit
+        .violations
+        .iter()
+        .find(|v| v.invariant == Invariant::NoLostTask && v.task.is_some())
+        .unwrap();
+    assert!(v.message.contains("owner"), "{}", v.message);
+    assert!(v.message.contains("epoch"), "{}", v.message);
+    assert!(v.message.contains("bound"), "{}", v.message);
+}
+
+#[test]
+fn correct_protocol_passes_1000_friday_rush_seeds() {
+    let scn = scenario("friday-rush");
+    let outcomes = run_seeds(&scn, 1..=1000, Variant::Correct);
+    assert_eq!(outcomes.len(), 1000);
+    let failed: Vec<_> = outcomes
+        .iter()
+        .filter(|o| !o.ok())
+        .map(|o| (o.seed, o.violations.first().cloned()))
+        .collect();
+    assert!(failed.is_empty(), "correct protocol failed: {failed:?}");
+    assert!(outcomes.iter().all(|o| o.tasks_done == o.tasks_total));
+    // Faults really happened: this is not a quiet sweep.
+    let faults: u64 = outcomes
+        .iter()
+        .map(|o| o.stats.as_ref().unwrap().faults)
+        .sum();
+    assert!(faults > 10_000, "only {faults} faults over 1000 seeds");
+}

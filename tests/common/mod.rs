@@ -1,0 +1,60 @@
+#![allow(dead_code)]
+use leasehold::{RunOutcome, Scenario, ValidScenario, simulate};
+use leasehold_check::Invariant;
+use leasehold_protocol::Variant;
+use std::path::PathBuf;
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn scenario(name: &str) -> ValidScenario {
+    Scenario::load(&root().join("scenarios").join(format!("{name}.json")))
+        .expect("shipped scenarios are valid")
+}
+
+/// Run `seeds` on all cores; outcomes in seed order.
+pub fn run_seeds(
+    scn: &ValidScenario,
+    seeds: std::ops::RangeInclusive<u64>,
+    variant: Variant,
+) -> Vec<RunOutcome> {
+    let seeds: Vec<u64> = seeds.collect();
+    let jobs = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(seeds.len().max(1));
+    let chunks: Vec<Vec<u64>> = (0..jobs)
+        .map(|j| seeds.iter().copied().skip(j).step_by(jobs).collect())
+        .collect();
+    let mut out: Vec<RunOutcome> = std::thread::scope(|s| {
+        let handles: Vec<_> = chunks
+            .iter()
+            .map(|chunk| {
+                s.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|&seed| simulate(scn, seed, variant, None))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("no panics escape simulate"))
+            .collect()
+    });
+    out.sort_by_key(|o| o.seed);
+    out
+}
+
+/// The first seed in `seeds` on which `invariant` fires, if any.
+pub fn first_firing(
+    scn: &ValidScenario,
+    seeds: std::ops::RangeInclusive<u64>,
+    variant: Variant,
+    invariant: Invariant,
+) -> Option<RunOutcome> {
+    seeds
+        .map(|seed| simulate(scn, seed, variant, None))
+        .find(|o| o.invariants.contains(&invariant))
+}
