@@ -4,6 +4,7 @@
 //! workload, attaches the checkers, and runs. A run is a pure function of
 //! (scenario, seed, variant, leasehold version).
 
+use crate::fault_model::FaultMix;
 use crate::lease_node::LeaseNode;
 use crate::scenario::ValidScenario;
 use crate::store_load::{StoreLoad, StoreLoadCounter};
@@ -13,11 +14,12 @@ use leasehold_protocol::{
     DocKey, DocValue, LeaseEvent, Owner, Reclaimer, TaskDoc, TaskId, Variant, Worker,
 };
 use leasehold_sim::{
-    Concern, FaultPolicy, LocalClock, NetworkSpec, NodeSpec, Observer, Record, RngStreams,
-    RunLimits, RunStats, SimConfig, Simulation, StopReason,
+    Concern, FaultPlan, FaultSource, NetworkSpec, NodeSpec, Observer, Record, RecordKind,
+    RngStreams, RunLimits, RunStats, SimConfig, Simulation, StopReason,
 };
 use rand::RngExt;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
@@ -38,6 +40,13 @@ pub struct RunOutcome {
     pub load: StoreLoad,
     pub tasks_total: u32,
     pub tasks_done: u32,
+    /// The fault mix this seed drew (`None` when a plan replaced the draw).
+    pub fault_mix: Option<FaultMix>,
+    /// Fault records by kind, consequences included.
+    pub fault_kinds: BTreeMap<&'static str, u64>,
+    /// The planned faults the run injected: replaying it reproduces the run.
+    #[serde(skip)]
+    pub plan: FaultPlan,
 }
 
 impl RunOutcome {
@@ -77,6 +86,8 @@ impl RunOutcome {
             "stop": stats.map(|s| s.stop),
             "store": stats.map(|s| s.store),
             "store_load": self.load,
+            "fault_mix": self.fault_mix,
+            "fault_kinds": self.fault_kinds,
         })
     }
 }
@@ -84,6 +95,8 @@ impl RunOutcome {
 struct RunObserver<'a, 'b> {
     checker: LeaseChecker,
     load: StoreLoadCounter<'a>,
+    /// Faults seen, by kind: the coverage report.
+    fault_kinds: BTreeMap<&'static str, u64>,
     extra: Option<ExtraObserver<'b>>,
 }
 
@@ -91,6 +104,9 @@ impl Observer<DocKey, DocValue, LeaseEvent> for RunObserver<'_, '_> {
     fn record(&mut self, record: &Record<'_, DocKey, DocValue, LeaseEvent>) {
         self.checker.record(record);
         self.load.record(record);
+        if let RecordKind::Fault(fault) = &record.kind {
+            *self.fault_kinds.entry(fault.kind()).or_insert(0) += 1;
+        }
         if let Some(extra) = self.extra.as_mut() {
             extra.record(record);
         }
@@ -110,7 +126,8 @@ pub fn liveness_bound(scn: &ValidScenario) -> LivenessBound {
         detect_ms: p.heartbeat_interval_ms
             + p.lease_timeout_ms
             + 2 * p.scan_interval_ms
-            + s.faults.restart_delay_ms_max
+            + s.faults.restart_delay_ms_max()
+            + late_reply_ms(s)
             + 2 * p.store_timeout_ms,
         per_task_ms: p.poll_interval_ms
             + 2 * p.store_timeout_ms
@@ -118,6 +135,19 @@ pub fn liveness_bound(scn: &ValidScenario) -> LivenessBound {
         capacity: s.fleet.workers * s.fleet.slots_per_worker,
         slack_ms: s.limits.liveness_slack_ms,
     }
+}
+
+/// The latest a reply sent in the fault phase can still arrive after it.
+fn late_reply_ms(s: &crate::scenario::Scenario) -> u64 {
+    let f = &s.faults;
+    [
+        f.network.as_ref().map_or(0, |n| n.delay_ms[1]),
+        f.store.as_ref().map_or(0, |x| x.slow_ms[1]),
+        f.services.as_ref().map_or(0, |x| x.slow_ms[1]),
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(0)
 }
 
 pub fn node_roles(scn: &ValidScenario) -> Vec<NodeRole> {
@@ -147,10 +177,24 @@ pub fn simulate(
     variant: Variant,
     extra: Option<ExtraObserver<'_>>,
 ) -> RunOutcome {
+    simulate_with_plan(scn, seed, variant, None, extra)
+}
+
+/// Like [`simulate`], but with exactly the faults of `plan` (when given)
+/// instead of those the seed would draw. Everything else still comes from the
+/// seed.
+pub fn simulate_with_plan(
+    scn: &ValidScenario,
+    seed: u64,
+    variant: Variant,
+    plan: Option<FaultPlan>,
+    extra: Option<ExtraObserver<'_>>,
+) -> RunOutcome {
     let roles = node_roles(scn);
     let s = &scn.scenario;
+    let plan_driven = plan.is_some();
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        simulate_inner(scn, seed, variant, &roles, extra)
+        simulate_inner(scn, seed, variant, &roles, plan, extra)
     }));
     match result {
         Ok(outcome) => outcome,
@@ -172,6 +216,9 @@ pub fn simulate(
                 load: StoreLoad::default(),
                 tasks_total: s.tasks.count,
                 tasks_done: 0,
+                fault_mix: (!plan_driven).then(|| s.faults.draw(scn.fleet(), seed).mix),
+                fault_kinds: BTreeMap::new(),
+                plan: FaultPlan::default(),
             }
         }
     }
@@ -182,23 +229,31 @@ fn simulate_inner(
     seed: u64,
     variant: Variant,
     roles: &[NodeRole],
+    plan: Option<FaultPlan>,
     extra: Option<ExtraObserver<'_>>,
 ) -> RunOutcome {
+    let plan_driven = plan.is_some();
     let s = &scn.scenario;
     let cfg = Arc::new(scn.protocol_config(variant));
     let workers = s.fleet.workers;
     let nodes = roles.len();
+    let drawn = s.faults.draw(scn.fleet(), seed);
+    let faults = match plan {
+        Some(plan) => FaultSource::Plan(plan),
+        None => FaultSource::Generate {
+            rates: Box::new(drawn.rates.clone()),
+            scheduled: drawn.scheduled.clone(),
+        },
+    };
     let sim_config = SimConfig {
         network: NetworkSpec {
             latency_us_min: s.network.latency_ms_min * 1_000,
             latency_us_max: s.network.latency_ms_max * 1_000,
         },
-        faults: FaultPolicy {
-            fault_phase_end_us: s.faults.fault_phase_ms * 1_000,
-            crash_per_step_ppm: (s.faults.crash_probability_per_step * 1e6).round() as u32,
-            restart_delay_ms_min: s.faults.restart_delay_ms_min,
-            restart_delay_ms_max: s.faults.restart_delay_ms_max,
-        },
+        fault_phase_end_us: s.faults.fault_phase_ms * 1_000,
+        faults,
+        exit_restart_us_min: s.faults.restart_delay_ms[0] * 1_000,
+        exit_restart_us_max: s.faults.restart_delay_ms[1] * 1_000,
         limits: RunLimits {
             max_sim_time_us: s.limits.max_sim_time_ms * 1_000,
             max_events: s.limits.max_events,
@@ -229,19 +284,26 @@ fn simulate_inner(
     }
     // Workers boot spread over one heartbeat interval, as a real fleet would.
     let mut boot_rng = RngStreams::new(seed).stream(Concern::Host, 0);
-    for role in roles {
-        let (name, crashable, boot_at_ms) = match role {
+    for (i, role) in roles.iter().enumerate() {
+        let (name, crashable, pausable, boot_at_ms) = match role {
             NodeRole::Worker { worker } => (
                 format!("worker-{worker}"),
                 true,
+                true,
                 boot_rng.random_range(0..s.protocol.heartbeat_interval_ms),
             ),
-            NodeRole::Reclaimer { id } => (format!("reclaimer-{id}"), s.faults.crash_reclaimers, 0),
+            NodeRole::Reclaimer { id } => (
+                format!("reclaimer-{id}"),
+                drawn.crash_reclaimers,
+                drawn.pause_reclaimers,
+                0,
+            ),
         };
         sim.add_node(NodeSpec {
             name,
             crashable,
-            clock: LocalClock::default(),
+            pausable,
+            clock: drawn.clocks[i],
             boot_at_ms,
         });
     }
@@ -272,9 +334,11 @@ fn simulate_inner(
     let mut observer = RunObserver {
         checker: LeaseChecker::new(check_config),
         load: StoreLoadCounter::new(roles),
+        fault_kinds: BTreeMap::new(),
         extra,
     };
-    let stats = sim.run(&mut observer);
+    let mut stats = sim.run(&mut observer);
+    let fault_plan = std::mem::take(&mut stats.plan);
     let mut checker = observer.checker;
     match stats.stop {
         StopReason::EventLimit => checker.violate(
@@ -304,5 +368,8 @@ fn simulate_inner(
         tasks_total: s.tasks.count,
         tasks_done: checker.tasks_done(),
         stats: Some(stats),
+        fault_mix: (!plan_driven).then_some(drawn.mix),
+        fault_kinds: observer.fault_kinds,
+        plan: fault_plan,
     }
 }

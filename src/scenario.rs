@@ -1,6 +1,7 @@
 //! Scenario files: JSON, strictly parsed (unknown fields are errors), then
 //! validated so that every impossible value is named before anything runs.
 
+use crate::fault_model::{FaultsSection, Fleet as FaultFleet};
 use leasehold_interface::ServiceId;
 use leasehold_protocol::{ProtocolConfig, Variant};
 use leasehold_sim::{Dedup, ServiceSpec};
@@ -76,19 +77,6 @@ pub struct TasksSection {
     pub arrival_window_ms: u64,
     /// Service name of each step, in order.
     pub steps: Vec<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FaultsSection {
-    /// Faults are injected during `[0, fault_phase_ms)`; then the heal phase.
-    pub fault_phase_ms: u64,
-    /// Chance that a crashable node crashes at any one of its steps.
-    pub crash_probability_per_step: f64,
-    pub restart_delay_ms_min: u64,
-    pub restart_delay_ms_max: u64,
-    /// Whether reclaimers crash too (workers always may).
-    pub crash_reclaimers: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -262,39 +250,13 @@ impl Scenario {
                 }
             }
         }
-        let f = &s.faults;
-        if !(0.0..=1.0).contains(&f.crash_probability_per_step)
-            || f.crash_probability_per_step.is_nan()
-        {
-            return bad(
-                "faults.crash_probability_per_step",
-                format!(
-                    "{} is not a probability between 0 and 1",
-                    f.crash_probability_per_step
-                ),
-            );
-        }
-        if f.restart_delay_ms_min > f.restart_delay_ms_max {
-            return bad(
-                "faults.restart_delay_ms_min",
-                format!(
-                    "{} is above faults.restart_delay_ms_max {}",
-                    f.restart_delay_ms_min, f.restart_delay_ms_max
-                ),
-            );
-        }
-        if f.restart_delay_ms_min == 0 {
-            return bad("faults.restart_delay_ms_min", "must be at least 1 ms");
-        }
-        if f.fault_phase_ms >= s.limits.max_sim_time_ms {
-            return bad(
-                "faults.fault_phase_ms",
-                format!(
-                    "{} must end before limits.max_sim_time_ms {}",
-                    f.fault_phase_ms, s.limits.max_sim_time_ms
-                ),
-            );
-        }
+        s.faults.validate(
+            FaultFleet {
+                workers: s.fleet.workers,
+                reclaimers: s.fleet.reclaimers,
+            },
+            s.limits.max_sim_time_ms,
+        )?;
         if s.limits.max_events == 0 {
             return bad("limits.max_events", "must be greater than 0");
         }
@@ -303,6 +265,7 @@ impl Scenario {
             let field = match e.field {
                 "steps" => "tasks.steps".to_string(),
                 "slots_per_worker" => "fleet.slots_per_worker".to_string(),
+                "max_clock_drift_ppm" => "faults.clock.drift_ppm".to_string(),
                 other => format!("protocol.{other}"),
             };
             return bad(field, e.message);
@@ -330,7 +293,7 @@ impl Scenario {
             effect_timeout_ms: p.effect_timeout_ms,
             retry_backoff_ms: p.retry_backoff_ms,
             max_network_delay_ms: self.network.latency_ms_max,
-            max_clock_drift_ppm: 0,
+            max_clock_drift_ppm: self.faults.max_drift_ppm(),
             slots_per_worker: self.fleet.slots_per_worker,
             step_services,
             scan_page_size: p.scan_page_size,
@@ -342,6 +305,13 @@ impl Scenario {
 impl ValidScenario {
     pub fn name(&self) -> &str {
         &self.scenario.name
+    }
+
+    pub fn fleet(&self) -> FaultFleet {
+        FaultFleet {
+            workers: self.scenario.fleet.workers,
+            reclaimers: self.scenario.fleet.reclaimers,
+        }
     }
 
     pub fn protocol_config(&self, variant: Variant) -> ProtocolConfig {

@@ -63,6 +63,17 @@ struct TaskTrack {
     epoch_owners: Vec<(u64, Owner)>,
     /// Effect applications per step.
     applied: Vec<u32>,
+    /// (time, new epoch) for every accepted write that changed the epoch.
+    epoch_changes: Vec<(u64, u64)>,
+    /// Highest epoch each service accepted for this task.
+    service_tokens: Vec<(u16, u64)>,
+}
+
+/// The parts of an effect ledger line the checker judges.
+struct EffectLine {
+    call: EffectRequest,
+    outcome: EffectReply,
+    decided_us: u64,
 }
 
 pub struct LeaseChecker {
@@ -298,7 +309,15 @@ impl LeaseChecker {
             self.done -= 1;
             self.all_done_at_us = None;
         }
-        self.track(task).expect("checked").doc = Some(new);
+        let track = self.track(task).expect("checked");
+        if track.doc.is_none_or(|d| d.epoch != new.epoch) {
+            assert!(
+                track.epoch_changes.len() < 1 << 20,
+                "unbounded epoch history"
+            );
+            track.epoch_changes.push((time_us, new.epoch));
+        }
+        track.doc = Some(new);
     }
 
     /// Record that `owner` works on `task` in `epoch`; two owners in one epoch
@@ -326,13 +345,17 @@ impl LeaseChecker {
         }
     }
 
-    fn on_effect(
-        &mut self,
-        time_us: u64,
-        writer: Writer,
-        call: &EffectRequest,
-        outcome: EffectReply,
-    ) {
+    /// Judge one line of the effect ledger.
+    ///
+    /// What fencing can and cannot promise decides the rules here. A pause
+    /// between a worker's last lease check and its call going out is invisible
+    /// to the worker, so "no call lands after the claim was superseded" is not
+    /// achievable. What is: (1) a worker never *decides* a call after its claim
+    /// was superseded (self-fencing), (2) a service never applies a lower epoch
+    /// after it accepted a higher one for the task (fencing at the resource),
+    /// (3) no two workers share an epoch, (4) each step applied exactly once.
+    fn on_effect(&mut self, time_us: u64, writer: Writer, effect: &EffectLine) {
+        let call = &effect.call;
         let task = TaskId(u32::try_from(call.resource).unwrap_or(u32::MAX));
         let (step, token, service) = (call.step, call.token, call.service.0);
         let service_name = self
@@ -353,56 +376,94 @@ impl LeaseChecker {
             );
             return;
         };
-        if outcome != EffectReply::Applied {
+        let accepted = matches!(
+            effect.outcome,
+            EffectReply::Applied | EffectReply::Deduplicated
+        );
+        if !accepted {
             return;
         }
-        let current_epoch = track.doc.map(|d| d.epoch);
-        let applied = match track.applied.get_mut(step as usize) {
-            Some(n) => {
-                *n += 1;
-                *n
+        let superseded_at_us = track
+            .epoch_changes
+            .iter()
+            .find(|(_, e)| *e > token)
+            .map(|(t, e)| (*t, *e));
+        let highest = track.service_tokens.iter_mut().find(|(s, _)| *s == service);
+        let lower_than_accepted = match highest {
+            Some((_, h)) => {
+                let was = *h;
+                *h = was.max(token);
+                (token < was).then_some(was)
             }
             None => {
-                let steps = self.cfg.steps_per_task;
-                self.violate(
-                    Invariant::ExactlyOnceEffects,
-                    time_us,
-                    Some(task),
-                    format!("{service_name} applied step {step} of task {} which has only {steps} steps", task.0),
-                );
-                return;
+                track.service_tokens.push((service, token));
+                None
             }
+        };
+        let applied = if effect.outcome == EffectReply::Applied {
+            match track.applied.get_mut(step as usize) {
+                Some(n) => {
+                    *n += 1;
+                    Some(*n)
+                }
+                None => {
+                    let steps = self.cfg.steps_per_task;
+                    self.violate(
+                        Invariant::ExactlyOnceEffects,
+                        time_us,
+                        Some(task),
+                        format!(
+                            "{service_name} applied step {step} of task {} which has only {steps} steps",
+                            task.0
+                        ),
+                    );
+                    return;
+                }
+            }
+        } else {
+            None
         };
         let Writer::Worker(owner) = writer else {
             return;
         };
-        if applied > 1 {
+        if let Some(n) = applied.filter(|n| *n > 1) {
             self.violate(
                 Invariant::ExactlyOnceEffects,
                 time_us,
                 Some(task),
                 format!(
-                    "{service_name} applied step {step} of task {} a {} time (this one from {} at epoch {token})",
+                    "{service_name} applied step {step} of task {} a {} time (this one from {owner} at epoch {token})",
                     task.0,
-                    ordinal(applied),
-                    owner
+                    ordinal(n)
                 ),
             );
         }
-        if let Some(current) = current_epoch
-            && token < current
+        if let Some((at_us, newer)) = superseded_at_us
+            && effect.decided_us > at_us
         {
-            {
-                self.violate(
-                    Invariant::NoDoubleOwnership,
-                    time_us,
-                    Some(task),
-                    format!(
-                        "{service_name} applied step {step} of task {} from {} at epoch {token}, but the task was already at epoch {current}",
-                        task.0, owner
-                    ),
-                );
-            }
+            self.violate(
+                Invariant::NoDoubleOwnership,
+                time_us,
+                Some(task),
+                format!(
+                    "{owner} decided to call {service_name} for step {step} of task {} at epoch {token} at {}, after the task had moved to epoch {newer} at {}; the service accepted it ({})",
+                    task.0,
+                    fmt_s(effect.decided_us),
+                    fmt_s(at_us),
+                    if effect.outcome == EffectReply::Applied { "applied" } else { "deduplicated" },
+                ),
+            );
+        }
+        if let (Some(was), Some(_)) = (lower_than_accepted, applied) {
+            self.violate(
+                Invariant::NoDoubleOwnership,
+                time_us,
+                Some(task),
+                format!(
+                    "{service_name} applied step {step} of task {} from {owner} at epoch {token} after it had already accepted epoch {was} for that task",
+                    task.0
+                ),
+            );
         }
         self.claim_epoch(time_us, task, token, owner);
     }
@@ -555,10 +616,16 @@ impl Observer<DocKey, DocValue, LeaseEvent> for LeaseChecker {
                 actor,
                 call,
                 outcome,
+                decided_us,
                 ..
             } => {
                 let writer = self.writer(*actor);
-                self.on_effect(record.time_us, writer, call, *outcome);
+                let line = EffectLine {
+                    call: *call,
+                    outcome: *outcome,
+                    decided_us: *decided_us,
+                };
+                self.on_effect(record.time_us, writer, &line);
             }
             RecordKind::HealPhase => self.on_heal(record.time_us),
             _ => {}

@@ -194,7 +194,11 @@ impl Reclaimer {
                 self.marking.remove(&owner);
                 if let StoreReply::Written { version } = reply {
                     self.out.event(LeaseEvent::DeclaredDead { owner });
-                    self.start_job(now, owner, version);
+                    // A scan may have seen the Dead document (and started
+                    // the job) before this acknowledgement arrived.
+                    if !self.jobs.contains_key(&owner) {
+                        self.start_job(now, owner, version);
+                    }
                 }
                 // A conflict means it renewed or another reclaimer got there
                 // first; the next scan sees which.

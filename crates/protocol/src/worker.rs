@@ -33,7 +33,7 @@ enum Purpose {
     Heartbeat { sent_at: Instant, beats: u64 },
     Poll,
     Claim { task: TaskId, claimed: TaskDoc },
-    ClaimCheck { task: TaskId, epoch: u64 },
+    ClaimCheck { task: TaskId },
     Effect { task: TaskId, epoch: u64, step: u32 },
     Progress { task: TaskId, epoch: u64, step: u32 },
 }
@@ -44,6 +44,18 @@ enum Wait {
     Progress,
     RetryEffectAt(Instant),
     RetryProgressAt(Instant),
+}
+
+/// A claim we sent and have not settled. While its reply is awaited it holds
+/// a slot. If the reply never comes the claim is in doubt: it may still land
+/// (a slow network), so it keeps the slot until the task document shows either
+/// our claim or a version other than the one our claim expected.
+#[derive(Clone, Copy, Debug)]
+struct Doubt {
+    claimed: TaskDoc,
+    expected: Version,
+    in_doubt: bool,
+    recheck_at: Option<Instant>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -71,7 +83,11 @@ pub struct Worker {
     next_poll_at: Instant,
     claim_retries: u32,
     retry_register_at: Option<Instant>,
+    /// Send time of our first registration attempt: if a retry conflicts
+    /// with an earlier attempt that landed, the lease counts from here.
+    first_register_at: Option<Instant>,
     runs: BTreeMap<TaskId, Run>,
+    doubtful: BTreeMap<TaskId, Doubt>,
     out: Outbox<Purpose>,
     /// Wall-clock reading at the current input: stamps documents, nothing more.
     wall_ms: u64,
@@ -94,7 +110,9 @@ impl Worker {
             next_poll_at: Instant::ZERO,
             claim_retries: 0,
             retry_register_at: None,
+            first_register_at: None,
             runs: BTreeMap::new(),
+            doubtful: BTreeMap::new(),
             out: Outbox::new(),
             wall_ms: 0,
         }
@@ -147,12 +165,17 @@ impl Worker {
                     consider(t);
                 }
             }
+            for doubt in self.doubtful.values() {
+                if let Some(t) = doubt.recheck_at {
+                    consider(t);
+                }
+            }
         }
         next
     }
 
     fn free_slots(&self) -> usize {
-        (self.cfg.slots_per_worker as usize).saturating_sub(self.runs.len())
+        (self.cfg.slots_per_worker as usize).saturating_sub(self.runs.len() + self.doubtful.len())
     }
 
     pub fn handle_input(&mut self, time: LocalTime, input: LeaseInput) {
@@ -204,6 +227,7 @@ impl Worker {
     fn register(&mut self, now: Instant) {
         assert_eq!(self.phase, Phase::Registering);
         self.retry_register_at = None;
+        self.first_register_at.get_or_insert(now);
         let op = StoreRequest::CreateIfAbsent {
             key: DocKey::Member { owner: self.me },
             value: self.member_doc(now, 0, MemberStatus::Alive),
@@ -221,6 +245,7 @@ impl Worker {
             lease_lost,
         });
         self.runs.clear();
+        self.doubtful.clear();
         self.out.clear_pending();
         self.phase = Phase::Stopped;
         self.out.exit();
@@ -259,6 +284,23 @@ impl Worker {
             })
             .map(|(t, r)| (*t, r.wait))
             .collect();
+        let rechecks: Vec<TaskId> = self
+            .doubtful
+            .iter()
+            .filter(|(_, d)| d.recheck_at.is_some_and(|t| now >= t))
+            .map(|(t, _)| *t)
+            .collect();
+        for task in rechecks {
+            self.doubtful.get_mut(&task).expect("listed").recheck_at = None;
+            let deadline = now.plus_ms(self.cfg.store_timeout_ms);
+            self.out.store(
+                StoreRequest::Get {
+                    key: DocKey::Task { task },
+                },
+                Purpose::ClaimCheck { task },
+                deadline,
+            );
+        }
         for (task, wait) in due {
             match wait {
                 Wait::RetryEffectAt(_) => self.call_effect(now, task),
@@ -322,21 +364,19 @@ impl Worker {
                 self.next_heartbeat_at = now;
             }
             Purpose::Poll => self.poll_later(now),
-            Purpose::Claim {
-                task,
-                claimed: TaskDoc { epoch, .. },
+            Purpose::Claim { task, .. } => {
+                // Did our claim land? Ask rather than guess: a lost (or merely
+                // slow) claim must not strand a task we own while we live.
+                let doubt = self.doubtful.get_mut(&task).expect("claims are tracked");
+                doubt.in_doubt = true;
+                doubt.recheck_at = Some(now);
+                self.polling = false;
+                self.next_poll_at = now;
             }
-            | Purpose::ClaimCheck { task, epoch } => {
-                // Did our claim land? Ask rather than guess (a lost claim
-                // acknowledgement must not strand a task we own).
-                let deadline = now.plus_ms(self.cfg.store_timeout_ms);
-                self.out.store(
-                    StoreRequest::Get {
-                        key: DocKey::Task { task },
-                    },
-                    Purpose::ClaimCheck { task, epoch },
-                    deadline,
-                );
+            Purpose::ClaimCheck { task } => {
+                if let Some(doubt) = self.doubtful.get_mut(&task) {
+                    doubt.recheck_at = Some(now);
+                }
             }
             Purpose::Effect { task, epoch, step } => {
                 if let Some(run) = self.runs.get_mut(&task)
@@ -371,19 +411,12 @@ impl Worker {
                 self.on_heartbeat_reply(now, sent_at, beats, reply)
             }
             Purpose::Poll => self.on_poll_reply(now, reply),
-            Purpose::Claim { task, claimed } => self.on_claim_reply(now, task, claimed, reply),
-            Purpose::ClaimCheck { task, epoch } => match reply {
-                StoreReply::Got { doc } => {
-                    let mine = doc
-                        .as_ref()
-                        .and_then(|d| self.my_claim(d, epoch).map(|t| (t, d.version)));
-                    match mine {
-                        Some((claimed, version)) => self.start_run(now, task, claimed, version),
-                        None => self.poll_later(now),
-                    }
-                }
-                _ => self.on_timeout(now, Purpose::ClaimCheck { task, epoch }),
-            },
+            Purpose::Claim { task, claimed, .. } => {
+                let doubt = self.doubtful.remove(&task).expect("claims are tracked");
+                assert!(!doubt.in_doubt, "a claim in doubt has no pending request");
+                self.on_claim_reply(now, task, claimed, reply)
+            }
+            Purpose::ClaimCheck { task } => self.on_claim_check(now, task, reply),
             Purpose::Progress { task, epoch, step } => {
                 self.on_progress_reply(now, task, epoch, step, reply)
             }
@@ -397,8 +430,8 @@ impl Worker {
         sent_at: Instant,
         reply: StoreReply<DocKey, DocValue>,
     ) {
-        let version = match reply {
-            StoreReply::Written { version } => version,
+        let (version, landed_after) = match reply {
+            StoreReply::Written { version } => (version, sent_at),
             // Our create landed but its reply was lost, and a retry conflicted
             // with it: the document is ours.
             StoreReply::Conflict {
@@ -407,7 +440,11 @@ impl Worker {
                 m.owner == self.me && m.status == MemberStatus::Alive && m.beats == 0
             }) =>
             {
-                version
+                // Any earlier attempt may be the one that landed.
+                (
+                    version,
+                    self.first_register_at.expect("registration was sent"),
+                )
             }
             StoreReply::Conflict { .. } => {
                 // Someone declared this incarnation dead already.
@@ -420,7 +457,7 @@ impl Worker {
             }
         };
         self.phase = Phase::Active;
-        self.renewed(sent_at, version, 0);
+        self.renewed(landed_after, version, 0);
         self.next_poll_at = now;
         self.out.event(LeaseEvent::Registered { owner: self.me });
     }
@@ -463,7 +500,8 @@ impl Worker {
         let candidates: Vec<&Document<DocKey, DocValue>> = docs
             .iter()
             .filter(|d| {
-                matches!(d.key, DocKey::Task { task } if !self.runs.contains_key(&task))
+                matches!(d.key, DocKey::Task { task }
+                    if !self.runs.contains_key(&task) && !self.doubtful.contains_key(&task))
                     && d.value
                         .as_task()
                         .is_some_and(|t| t.state == TaskState::Pending)
@@ -502,9 +540,47 @@ impl Worker {
                 index,
             }
         };
+        let doubt = Doubt {
+            claimed,
+            expected: doc.version,
+            in_doubt: false,
+            recheck_at: None,
+        };
+        assert!(self.doubtful.insert(task, doubt).is_none(), "claimed twice");
         let deadline = now.plus_ms(self.cfg.store_timeout_ms);
         self.out
             .store(op, Purpose::Claim { task, claimed }, deadline);
+    }
+
+    fn on_claim_check(&mut self, now: Instant, task: TaskId, reply: StoreReply<DocKey, DocValue>) {
+        let Some(doubt) = self.doubtful.get(&task).copied() else {
+            return;
+        };
+        assert!(doubt.in_doubt, "only claims in doubt are checked");
+        let StoreReply::Got { doc } = reply else {
+            self.doubtful.get_mut(&task).expect("present").recheck_at =
+                Some(now.plus_ms(self.cfg.retry_backoff_ms));
+            return;
+        };
+        let mine = doc.as_ref().and_then(|d| {
+            self.my_claim(d, doubt.claimed.epoch)
+                .map(|t| (t, d.version))
+        });
+        match (mine, doc) {
+            (Some((claimed, version)), _) => {
+                self.doubtful.remove(&task);
+                self.start_run(now, task, claimed, version);
+            }
+            // Untouched since we sent the claim: it may still arrive.
+            (None, Some(d)) if d.version == doubt.expected => {
+                self.doubtful.get_mut(&task).expect("present").recheck_at =
+                    Some(now.plus_ms(self.cfg.store_timeout_ms));
+            }
+            // Someone else moved it: our claim's condition can never hold.
+            _ => {
+                self.doubtful.remove(&task);
+            }
+        }
     }
 
     /// `Some` if `doc` shows our own claim at `epoch`.
@@ -525,6 +601,8 @@ impl Worker {
             StoreReply::Written { version } => {
                 self.claim_retries = 0;
                 self.start_run(now, task, claimed, version);
+                self.polling = false;
+                self.next_poll_at = now;
             }
             // Our claim landed earlier but the acknowledgement was lost.
             StoreReply::Conflict { current: Some(doc) }
@@ -533,6 +611,8 @@ impl Worker {
                 self.claim_retries = 0;
                 let mine = self.my_claim(&doc, claimed.epoch).expect("checked");
                 self.start_run(now, task, mine, doc.version);
+                self.polling = false;
+                self.next_poll_at = now;
             }
             StoreReply::Conflict { .. } => {
                 self.claim_retries += 1;
@@ -560,11 +640,9 @@ impl Worker {
             "claimed a task we already run"
         );
         assert!(
-            self.runs.len() < self.cfg.slots_per_worker as usize,
+            self.runs.len() + self.doubtful.len() < self.cfg.slots_per_worker as usize,
             "claimed past our slots"
         );
-        self.polling = false;
-        self.next_poll_at = now;
         self.runs.insert(
             task,
             Run {

@@ -1,127 +1,557 @@
-//! Seeded fault injection: which node crashes, at which of its steps, and
-//! after how many of that step's outputs.
+//! Fault injection: what can go wrong, when, and to whom.
+//!
+//! Every fault the simulator injects is one [`Fault`] value, recorded as it
+//! happens. The injected faults of a run, in order, form its [`FaultPlan`]. A
+//! run can draw its faults from seeded rates ([`FaultRates`], generate mode) or
+//! take them from an explicit plan (plan mode, for replaying and shrinking):
+//! the same plan gives the same run, because fault decisions are the only
+//! thing a plan replaces and every other random draw comes from its own
+//! stream whether or not a fault fires.
+//!
+//! Coordinates are chosen to survive small edits of a plan: step faults are
+//! keyed by (node, the node's step counter), message faults by (node, the
+//! node's message counter, leg), scheduled faults by simulated time.
 
 use crate::node::NodeId;
 use crate::rng::{Concern, RngStreams};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
-/// Probabilities are in parts per million so scenarios stay integer-exact.
+/// Probabilities are in parts per million so plans and rates stay integers.
 pub const PPM: u32 = 1_000_000;
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FaultPolicy {
-    /// Faults are injected only before this simulated time; after it the run
-    /// is in its heal phase.
-    pub fault_phase_end_us: u64,
-    /// Chance, per step of a crashable node, that it crashes at that step.
-    pub crash_per_step_ppm: u32,
-    /// A crashed node comes back as a new incarnation after this long.
-    pub restart_delay_ms_min: u64,
-    pub restart_delay_ms_max: u64,
-}
-
-impl FaultPolicy {
-    pub fn none() -> FaultPolicy {
-        FaultPolicy {
-            fault_phase_end_us: 0,
-            crash_per_step_ppm: 0,
-            restart_delay_ms_min: 0,
-            restart_delay_ms_max: 0,
-        }
-    }
-}
+/// Bound on the faults one run may inject (a runaway rate is a scenario bug).
+pub const MAX_FAULTS_PER_RUN: usize = 1_000_000;
 
 /// Where within a step a crash lands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(tag = "at", rename_all = "snake_case")]
 pub enum CrashPoint {
     /// The node dies before it handles the input; the input is lost.
     BeforeInput,
-    /// The node handles the input and dies after `emitted` of its `of` outputs
-    /// left (`emitted < of`).
-    BetweenOutputs { emitted: u32, of: u32 },
+    /// The node handles the input and dies after `emitted` of its outputs
+    /// left (fewer than it produced).
+    BetweenOutputs { emitted: u32 },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// One hop of a request/reply exchange.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Leg {
+    ToStore,
+    FromStore,
+    ToService,
+    FromService,
+}
+
+impl Leg {
+    pub const ALL: [Leg; 4] = [
+        Leg::ToStore,
+        Leg::FromStore,
+        Leg::ToService,
+        Leg::FromService,
+    ];
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What happens to one message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum MessageAction {
+    /// Lost. On a reply leg this is an ambiguous outcome: the request was
+    /// applied, the caller never hears.
+    Drop,
+    /// Delivered twice; the copy arrives `extra_us` after the original.
+    Duplicate { extra_us: u64 },
+    /// Delivered `extra_us` late (a latency spike, reordering, a slow reply).
+    Delay { extra_us: u64 },
+    /// The receiver refuses it: the store answers `Unavailable`, a service
+    /// answers `Failed`; nothing is applied. Request legs only.
+    Fail,
+    /// The service takes the call and never answers nor acts (a hung step).
+    /// `ToService` only.
+    Hang,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Link {
+    /// The node's link to the document store.
+    Store,
+    /// The node's links to every effect service.
+    Services,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Nothing passes either way.
+    Both,
+    /// The node's requests are lost; replies would pass.
+    Outbound,
+    /// Requests arrive and are applied; replies to the node are lost.
+    Inbound,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutageMode {
+    /// Requests are refused with `Unavailable`.
+    Fail,
+    /// Requests vanish; callers time out.
+    Timeout,
+}
+
+/// Everything the simulator can do to a run. Variants marked "consequence"
+/// are recorded for readers but are never part of a plan: they follow from
+/// the planned fault before them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(tag = "fault", rename_all = "snake_case")]
 pub enum Fault {
     Crash {
         node: NodeId,
-        incarnation: u32,
-        /// The node's step counter (over all incarnations) when it crashed.
         node_step: u64,
         point: CrashPoint,
+        restart_after_us: u64,
     },
-    Restart {
+    /// A crash at a set time (a deploy, a mass failure), not at a step.
+    CrashAt {
+        at_us: u64,
         node: NodeId,
-        incarnation: u32,
+        restart_after_us: u64,
+    },
+    /// Consequence: the node boots again as a new incarnation.
+    Restart { node: NodeId, incarnation: u32 },
+    /// The node freezes after `after_outputs` of this step's outputs left
+    /// (a GC or VM pause); the rest leave when it wakes, memory intact.
+    Pause {
+        node: NodeId,
+        node_step: u64,
+        after_outputs: u32,
+        duration_us: u64,
+    },
+    /// A pause at a set time, between two steps.
+    PauseAt {
+        at_us: u64,
+        node: NodeId,
+        duration_us: u64,
+    },
+    /// Consequence: a paused node wakes.
+    Resume { node: NodeId },
+    /// The node's wall clock jumps by `delta_us` (NTP step, operator).
+    ClockJump {
+        node: NodeId,
+        node_step: u64,
+        delta_us: i64,
+    },
+    Message {
+        node: NodeId,
+        msg: u64,
+        leg: Leg,
+        action: MessageAction,
+    },
+    Partition {
+        at_us: u64,
+        node: NodeId,
+        link: Link,
+        direction: Direction,
+        duration_us: u64,
+    },
+    /// Consequence: a partition heals.
+    PartitionHealed {
+        node: NodeId,
+        link: Link,
+        direction: Direction,
+    },
+    StoreOutage {
+        at_us: u64,
+        duration_us: u64,
+        mode: OutageMode,
+    },
+    /// Consequence: the store answers again.
+    StoreRecovered { mode: OutageMode },
+}
+
+impl Fault {
+    /// Whether this fault belongs in a plan (it is a cause, not an effect).
+    pub fn is_planned(&self) -> bool {
+        !matches!(
+            self,
+            Fault::Restart { .. }
+                | Fault::Resume { .. }
+                | Fault::PartitionHealed { .. }
+                | Fault::StoreRecovered { .. }
+        )
+    }
+
+    /// A short kind name, for coverage reports.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Fault::Crash { .. } => "crash",
+            Fault::CrashAt { .. } => "crash_at",
+            Fault::Restart { .. } => "restart",
+            Fault::Pause { .. } => "pause",
+            Fault::PauseAt { .. } => "pause",
+            Fault::Resume { .. } => "resume",
+            Fault::ClockJump { .. } => "clock_jump",
+            Fault::Message { leg, action, .. } => match (leg, action) {
+                (_, MessageAction::Hang) => "service_hang",
+                (Leg::ToService, MessageAction::Fail) => "service_failure",
+                (Leg::ToStore, MessageAction::Fail) => "store_failure",
+                (Leg::FromStore, MessageAction::Drop) => "store_ambiguous_write",
+                (Leg::FromService, MessageAction::Drop) => "service_ambiguous",
+                (Leg::FromStore, MessageAction::Delay { .. }) => "store_slow",
+                (Leg::FromService, MessageAction::Delay { .. }) => "service_slow",
+                (_, MessageAction::Drop) => "message_loss",
+                (_, MessageAction::Duplicate { .. }) => "message_duplicate",
+                (_, MessageAction::Delay { .. }) => "message_delay",
+                (_, MessageAction::Fail) => "message_fail",
+            },
+            Fault::Partition { direction, .. } => match direction {
+                Direction::Both => "partition",
+                Direction::Outbound | Direction::Inbound => "partition_one_way",
+            },
+            Fault::PartitionHealed { .. } => "partition_healed",
+            Fault::StoreOutage { .. } => "store_outage",
+            Fault::StoreRecovered { .. } => "store_recovered",
+        }
+    }
+}
+
+/// An explicit list of faults that a run injects instead of drawing them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct FaultPlan {
+    pub faults: Vec<Fault>,
+}
+
+impl FaultPlan {
+    pub fn len(&self) -> usize {
+        self.faults.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.faults.is_empty()
+    }
+}
+
+/// Per-leg message fault rates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LegRates {
+    pub drop_ppm: u32,
+    pub duplicate_ppm: u32,
+    pub delay_ppm: u32,
+    pub delay_us_min: u64,
+    pub delay_us_max: u64,
+    pub fail_ppm: u32,
+    pub hang_ppm: u32,
+}
+
+/// Seeded rates for the faults drawn as the run goes (generate mode).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultRates {
+    /// Chance, per step of a crashable node, that it crashes in that step.
+    pub crash_ppm: u32,
+    /// Of those crashes, the share that strike before the input is handled.
+    pub crash_before_input_ppm: u32,
+    pub restart_delay_us_min: u64,
+    pub restart_delay_us_max: u64,
+    pub pause_ppm: u32,
+    pub pause_us_min: u64,
+    pub pause_us_max: u64,
+    pub clock_jump_ppm: u32,
+    /// Jumps are drawn uniformly from `[-max, max]` microseconds.
+    pub clock_jump_us_max: i64,
+    /// Indexed by [`Leg::index`].
+    pub legs: [LegRates; 4],
+}
+
+/// Per-node capabilities the injector respects.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultTargets {
+    pub crashable: bool,
+    pub pausable: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FaultSource {
+    /// Draw step and message faults from rates; `scheduled` holds the
+    /// time-based ones (partitions, outages, crashes at set times).
+    Generate {
+        rates: Box<FaultRates>,
+        scheduled: Vec<Fault>,
+    },
+    /// Inject exactly these faults and nothing else.
+    Plan(FaultPlan),
+}
+
+/// What the injector decided for one step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepFault {
+    CrashBeforeInput {
+        restart_after_us: u64,
+    },
+    /// `emitted` is `None` in generate mode until the outputs are known.
+    CrashBetweenOutputs {
+        emitted: Option<u32>,
+        restart_after_us: u64,
+    },
+    Pause {
+        after_outputs: Option<u32>,
+        duration_us: u64,
+    },
+    ClockJump {
+        delta_us: i64,
+    },
+}
+
+enum Mode {
+    Generate {
+        rates: FaultRates,
+        per_node: Vec<ChaCha8Rng>,
+        streams: RngStreams,
+    },
+    Plan {
+        steps: BTreeMap<(NodeId, u64), StepFault>,
+        messages: BTreeMap<(NodeId, u64, Leg), MessageAction>,
     },
 }
 
 pub struct FaultInjector {
-    policy: FaultPolicy,
-    per_node: Vec<ChaCha8Rng>,
-    streams: RngStreams,
+    mode: Mode,
+    fault_phase_end_us: u64,
+    scheduled: Vec<Fault>,
+}
+
+fn draw(rng: &mut ChaCha8Rng, ppm: u32) -> bool {
+    ppm > 0 && rng.random_range(0..PPM) < ppm
 }
 
 impl FaultInjector {
-    pub fn new(policy: FaultPolicy, streams: RngStreams) -> FaultInjector {
-        assert!(policy.crash_per_step_ppm <= PPM);
-        assert!(policy.restart_delay_ms_min <= policy.restart_delay_ms_max);
-        FaultInjector {
-            policy,
-            per_node: Vec::new(),
-            streams,
+    pub fn new(source: FaultSource, fault_phase_end_us: u64, streams: RngStreams) -> FaultInjector {
+        match source {
+            FaultSource::Generate { rates, scheduled } => {
+                let rates = *rates;
+                assert!(rates.restart_delay_us_min <= rates.restart_delay_us_max);
+                assert!(rates.pause_us_min <= rates.pause_us_max);
+                assert!(rates.clock_jump_us_max >= 0);
+                for leg in &rates.legs {
+                    assert!(leg.delay_us_min <= leg.delay_us_max);
+                }
+                FaultInjector {
+                    mode: Mode::Generate {
+                        rates,
+                        per_node: Vec::new(),
+                        streams,
+                    },
+                    fault_phase_end_us,
+                    scheduled,
+                }
+            }
+            FaultSource::Plan(plan) => {
+                let mut steps = BTreeMap::new();
+                let mut messages = BTreeMap::new();
+                let mut scheduled = Vec::new();
+                for fault in plan.faults {
+                    match fault {
+                        Fault::Crash {
+                            node,
+                            node_step,
+                            point,
+                            restart_after_us,
+                        } => {
+                            let f = match point {
+                                CrashPoint::BeforeInput => {
+                                    StepFault::CrashBeforeInput { restart_after_us }
+                                }
+                                CrashPoint::BetweenOutputs { emitted } => {
+                                    StepFault::CrashBetweenOutputs {
+                                        emitted: Some(emitted),
+                                        restart_after_us,
+                                    }
+                                }
+                            };
+                            steps.insert((node, node_step), f);
+                        }
+                        Fault::Pause {
+                            node,
+                            node_step,
+                            after_outputs,
+                            duration_us,
+                        } => {
+                            steps.insert(
+                                (node, node_step),
+                                StepFault::Pause {
+                                    after_outputs: Some(after_outputs),
+                                    duration_us,
+                                },
+                            );
+                        }
+                        Fault::ClockJump {
+                            node,
+                            node_step,
+                            delta_us,
+                        } => {
+                            steps.insert((node, node_step), StepFault::ClockJump { delta_us });
+                        }
+                        Fault::Message {
+                            node,
+                            msg,
+                            leg,
+                            action,
+                        } => {
+                            messages.insert((node, msg, leg), action);
+                        }
+                        f @ (Fault::CrashAt { .. }
+                        | Fault::PauseAt { .. }
+                        | Fault::Partition { .. }
+                        | Fault::StoreOutage { .. }) => scheduled.push(f),
+                        f => assert!(!f.is_planned(), "unhandled planned fault {f:?}"),
+                    }
+                }
+                FaultInjector {
+                    mode: Mode::Plan { steps, messages },
+                    fault_phase_end_us,
+                    scheduled,
+                }
+            }
         }
     }
 
-    pub fn policy(&self) -> &FaultPolicy {
-        &self.policy
+    pub fn fault_phase_end_us(&self) -> u64 {
+        self.fault_phase_end_us
     }
 
-    pub fn in_fault_phase(&self, now_us: u64) -> bool {
-        now_us < self.policy.fault_phase_end_us
+    /// The time-based faults, to be put on the event queue at the start.
+    pub fn take_scheduled(&mut self) -> Vec<Fault> {
+        std::mem::take(&mut self.scheduled)
     }
 
-    fn rng(&mut self, node: NodeId) -> &mut ChaCha8Rng {
-        while self.per_node.len() <= node.index() {
-            let index = self.per_node.len() as u32;
-            self.per_node
-                .push(self.streams.stream(Concern::Faults, index));
+    fn rng(per_node: &mut Vec<ChaCha8Rng>, streams: &RngStreams, node: NodeId) -> usize {
+        while per_node.len() <= node.index() {
+            let index = per_node.len() as u32;
+            per_node.push(streams.stream(Concern::Faults, index));
         }
-        &mut self.per_node[node.index()]
+        node.index()
     }
 
-    /// Decide, before a step, whether this node crashes during it. Returns
-    /// `Some(true)` to crash before the input, `Some(false)` to crash after
-    /// some of the step's outputs (see [`Self::outputs_before_crash`]).
-    pub fn roll_crash(&mut self, node: NodeId, now_us: u64) -> Option<bool> {
-        if !self.in_fault_phase(now_us) || self.policy.crash_per_step_ppm == 0 {
-            return None;
+    /// The fault (if any) for this node's `node_step`-th step at `now_us`.
+    pub fn step_fault(
+        &mut self,
+        node: NodeId,
+        node_step: u64,
+        now_us: u64,
+        targets: FaultTargets,
+    ) -> Option<StepFault> {
+        let in_phase = now_us < self.fault_phase_end_us;
+        match &mut self.mode {
+            Mode::Plan { steps, .. } => steps.remove(&(node, node_step)),
+            Mode::Generate {
+                rates,
+                per_node,
+                streams,
+            } => {
+                if !in_phase {
+                    return None;
+                }
+                let i = Self::rng(per_node, streams, node);
+                let rng = &mut per_node[i];
+                // Always draw the same number of values per step, so that
+                // one fault's presence does not shift the next one's dice.
+                let crash = draw(rng, rates.crash_ppm);
+                let before_input = draw(rng, rates.crash_before_input_ppm);
+                let restart_after_us =
+                    rng.random_range(rates.restart_delay_us_min..=rates.restart_delay_us_max);
+                let pause = draw(rng, rates.pause_ppm);
+                let pause_us = rng.random_range(rates.pause_us_min..=rates.pause_us_max);
+                let jump = draw(rng, rates.clock_jump_ppm);
+                let jump_us = rng.random_range(-rates.clock_jump_us_max..=rates.clock_jump_us_max);
+                if crash && targets.crashable {
+                    Some(if before_input {
+                        StepFault::CrashBeforeInput { restart_after_us }
+                    } else {
+                        StepFault::CrashBetweenOutputs {
+                            emitted: None,
+                            restart_after_us,
+                        }
+                    })
+                } else if pause && targets.pausable {
+                    // A pause never outlives the fault phase: nodes wake by the heal.
+                    let duration_us = pause_us.min(self.fault_phase_end_us - now_us).max(1);
+                    Some(StepFault::Pause {
+                        after_outputs: None,
+                        duration_us,
+                    })
+                } else if jump && jump_us != 0 {
+                    Some(StepFault::ClockJump { delta_us: jump_us })
+                } else {
+                    None
+                }
+            }
         }
-        let ppm = self.policy.crash_per_step_ppm;
-        let rng = self.rng(node);
-        if rng.random_range(0..PPM) >= ppm {
-            return None;
-        }
-        Some(rng.random_bool(0.25))
     }
 
-    /// How many of `of` outputs leave before the crash: any of 0..of.
-    pub fn outputs_before_crash(&mut self, node: NodeId, of: u32) -> u32 {
-        if of == 0 {
-            return 0;
+    /// How many of `of` outputs leave before a crash or pause drawn without
+    /// that number (generate mode): any of `0..of` for a crash, `0..=of` for
+    /// a pause.
+    pub fn outputs_before(&mut self, node: NodeId, of: u32, inclusive: bool) -> u32 {
+        match &mut self.mode {
+            Mode::Plan { .. } => unreachable!("plans carry the count"),
+            Mode::Generate {
+                per_node, streams, ..
+            } => {
+                let i = Self::rng(per_node, streams, node);
+                let hi = if inclusive { of } else { of.saturating_sub(1) };
+                per_node[i].random_range(0..=hi)
+            }
         }
-        self.rng(node).random_range(0..of)
     }
 
-    pub fn restart_delay_us(&mut self, node: NodeId) -> u64 {
-        let (lo, hi) = (
-            self.policy.restart_delay_ms_min,
-            self.policy.restart_delay_ms_max,
-        );
-        self.rng(node).random_range(lo..=hi) * 1_000
+    /// The fault (if any) for message `msg` of `node` on `leg`. `rng` is the
+    /// node's own message-fault stream, drawn from the same amount every time.
+    pub fn message_fault(
+        &mut self,
+        node: NodeId,
+        msg: u64,
+        leg: Leg,
+        now_us: u64,
+        rng: &mut ChaCha8Rng,
+    ) -> Option<MessageAction> {
+        let in_phase = now_us < self.fault_phase_end_us;
+        match &mut self.mode {
+            Mode::Plan { messages, .. } => messages.remove(&(node, msg, leg)),
+            Mode::Generate { rates, .. } => {
+                if !in_phase {
+                    return None;
+                }
+                let r = rates.legs[leg.index()];
+                let roll = rng.random_range(0..PPM);
+                let extra_us = rng.random_range(r.delay_us_min..=r.delay_us_max);
+                // One roll, split into bands: at most one fault per message.
+                let mut band = 0u32;
+                let mut hit = |ppm: u32| {
+                    let lo = band;
+                    band = band.saturating_add(ppm);
+                    roll >= lo && roll < band
+                };
+                if hit(r.drop_ppm) {
+                    Some(MessageAction::Drop)
+                } else if hit(r.duplicate_ppm) {
+                    Some(MessageAction::Duplicate { extra_us })
+                } else if hit(r.delay_ppm) {
+                    Some(MessageAction::Delay { extra_us })
+                } else if matches!(leg, Leg::ToStore | Leg::ToService) && hit(r.fail_ppm) {
+                    Some(MessageAction::Fail)
+                } else if leg == Leg::ToService && hit(r.hang_ppm) {
+                    Some(MessageAction::Hang)
+                } else {
+                    None
+                }
+            }
+        }
     }
 }

@@ -22,10 +22,13 @@ pub mod store;
 pub mod trace_hash;
 
 pub use clock::LocalClock;
-pub use faults::{CrashPoint, Fault, FaultInjector, FaultPolicy};
+pub use faults::{
+    CrashPoint, Direction, Fault, FaultInjector, FaultPlan, FaultRates, FaultSource, FaultTargets,
+    Leg, LegRates, Link, MessageAction, OutageMode,
+};
 pub use node::{Node, NodeId, NodeSpec};
 pub use queue::EventQueue;
-pub use record::{Actor, Observer, Record, RecordKind};
+pub use record::{Actor, InputSummary, LossReason, NullObserver, Observer, Record, RecordKind};
 pub use rng::{Concern, RngStreams};
 pub use services::{Dedup, EffectService, ServiceSpec};
 pub use simulation::{NetworkSpec, RunLimits, RunStats, SimConfig, Simulation, StopReason};

@@ -42,6 +42,8 @@ pub struct NodeSpec {
     pub name: String,
     /// Whether the fault injector may crash it.
     pub crashable: bool,
+    /// Whether the fault injector may pause it.
+    pub pausable: bool,
     /// Local time offset and drift of its clock.
     pub clock: crate::clock::LocalClock,
     /// When it first boots, in simulated milliseconds.

@@ -1,7 +1,7 @@
 //! What the simulator tells observers. Checkers, trace writers and the trace
 //! hash all see the same stream of records, in the same order.
 
-use crate::faults::Fault;
+use crate::faults::{Fault, Leg};
 use crate::node::NodeId;
 use leasehold_interface::{
     Document, EffectReply, EffectRequest, Input, Instant, RequestId, StoreReply, StoreRequest,
@@ -50,6 +50,17 @@ impl InputSummary {
     }
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LossReason {
+    /// A planned message fault dropped it.
+    Dropped,
+    Partition,
+    StoreOutage,
+    /// A hung service swallowed the call.
+    Hung,
+}
+
 #[derive(Debug, Hash, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum RecordKind<'a, K, V, E> {
@@ -75,7 +86,18 @@ pub enum RecordKind<'a, K, V, E> {
         request: RequestId,
         call: EffectRequest,
         outcome: EffectReply,
+        /// When the node produced the call (the step that decided it); a
+        /// paused node sends it later than it decided it.
+        decided_us: u64,
         sent_us: u64,
+    },
+    /// A message that never arrived, and why.
+    Lost {
+        node: NodeId,
+        incarnation: u32,
+        request: RequestId,
+        leg: Leg,
+        reason: LossReason,
     },
     /// Something a node reported about itself.
     Event {

@@ -21,6 +21,10 @@ pub enum Concern {
     Swarm = 5,
     /// Anything the host needs beyond the above (clock skew draws, ...).
     Host = 6,
+    /// Per-message fault dice; indexed by the sending node.
+    MessageFaults = 7,
+    /// Restart delays after a node stops itself; indexed by node.
+    Restarts = 8,
 }
 
 #[derive(Clone, Copy, Debug)]

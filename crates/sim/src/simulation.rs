@@ -1,16 +1,27 @@
 //! The simulation loop: pops events in (time, sequence) order and routes them
-//! between nodes, the network, the store and the effect services.
+//! between nodes, the network, the store and the effect services, injecting
+//! faults on the way.
+//!
+//! Randomness discipline: every draw for a message (latencies of both legs,
+//! the service's work time, fault dice for both legs) is made from the
+//! sender's own streams at the moment it sends, whether or not a fault fires.
+//! So removing one fault from a plan never shifts another message's dice.
 
 use crate::clock::LocalClock;
-use crate::faults::{CrashPoint, Fault, FaultInjector, FaultPolicy};
+use crate::faults::{
+    CrashPoint, Direction, Fault, FaultInjector, FaultPlan, FaultSource, FaultTargets, Leg, Link,
+    MAX_FAULTS_PER_RUN, MessageAction, OutageMode, StepFault,
+};
 use crate::node::{Node, NodeId, NodeSpec};
 use crate::queue::EventQueue;
-use crate::record::{Actor, InputSummary, Observer, Record, RecordKind};
+use crate::record::{Actor, InputSummary, LossReason, Observer, Record, RecordKind};
 use crate::rng::{Concern, RngStreams};
 use crate::services::{EffectService, ServiceSpec};
 use crate::store::{StoreStats, VersionedStore};
 use crate::trace_hash::TraceHasher;
-use leasehold_interface::{EffectRequest, Input, Output, RequestId, StoreRequest};
+use leasehold_interface::{
+    EffectReply, EffectRequest, Input, Output, RequestId, StoreReply, StoreRequest,
+};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -33,10 +44,15 @@ pub struct RunLimits {
     pub max_queue_len: usize,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SimConfig {
     pub network: NetworkSpec,
-    pub faults: FaultPolicy,
+    /// Faults are injected before this time; the heal phase follows.
+    pub fault_phase_end_us: u64,
+    pub faults: FaultSource,
+    /// A node that stops itself (`Output::Exit`) boots again after this long.
+    pub exit_restart_us_min: u64,
+    pub exit_restart_us_max: u64,
     pub limits: RunLimits,
 }
 
@@ -60,9 +76,30 @@ pub struct RunStats {
     pub stop: StopReason,
     pub store: StoreStats,
     pub effect_calls: u64,
+    /// Planned faults injected (crashes, pauses, lost messages, ...).
     pub faults: u64,
     pub max_queue_len: usize,
     pub trace_hash: u64,
+    /// Every planned fault injected, in order: replaying this plan reproduces
+    /// the run.
+    #[serde(skip)]
+    pub plan: FaultPlan,
+}
+
+/// Everything decided about a request when it was sent.
+#[derive(Clone, Copy, Debug)]
+struct Envelope {
+    actor: Actor,
+    request: RequestId,
+    /// The sender's message counter (fault-plan coordinate).
+    msg: u64,
+    decided_us: u64,
+    sent_us: u64,
+    reply_latency_us: u64,
+    reply_fault: Option<MessageAction>,
+    /// A `Fail` or `Hang` decided for the request leg.
+    refuse: Option<MessageAction>,
+    work_us: u64,
 }
 
 enum Event<K, V> {
@@ -80,29 +117,77 @@ enum Event<K, V> {
         input: Input<K, V>,
     },
     ToStore {
-        actor: Actor,
-        request: RequestId,
+        env: Envelope,
         op: StoreRequest<K, V>,
     },
     ToService {
-        actor: Actor,
-        request: RequestId,
+        env: Envelope,
         call: EffectRequest,
-        sent_us: u64,
+    },
+    Resume {
+        node: NodeId,
+        incarnation: u32,
+    },
+    Scheduled(Fault),
+    PartitionEnd {
+        node: NodeId,
+        link: Link,
+        direction: Direction,
+    },
+    OutageEnd {
+        mode: OutageMode,
     },
     HealPhase,
 }
 
-struct Slot<N> {
+/// An output a paused node produced, and the time it decided it.
+type HeldOutput<N> = (
+    Output<<N as Node>::Key, <N as Node>::Value, <N as Node>::Event>,
+    u64,
+);
+
+struct Slot<N: Node> {
     spec: NodeSpec,
     node: Option<N>,
     /// Incremented at every boot; the first boot is incarnation 1.
     incarnation: u32,
-    /// Steps over all incarnations: the coordinate fault plans use.
+    /// Steps over all incarnations: the coordinate step faults use.
     steps: u64,
+    /// Messages sent over all incarnations: the coordinate message faults use.
+    msgs: u64,
     timer_generation: u64,
     timer_at: Option<leasehold_interface::Instant>,
+    paused_until_us: Option<u64>,
+    /// Outputs produced before a pause struck, with the time they were decided.
+    held: Vec<HeldOutput<N>>,
+    /// Active partitions per (link, direction) as counters (they may overlap).
+    cut: [u32; 6],
     net_rng: ChaCha8Rng,
+    fault_rng: ChaCha8Rng,
+    work_rng: ChaCha8Rng,
+    restart_rng: ChaCha8Rng,
+}
+
+fn cut_index(link: Link, direction: Direction) -> usize {
+    (link as usize) * 3 + direction as usize
+}
+
+impl<N: Node> Slot<N> {
+    /// Whether a message on `leg` to or from this node is cut off.
+    fn is_cut(&self, leg: Leg) -> bool {
+        let (link, towards_node) = match leg {
+            Leg::ToStore => (Link::Store, false),
+            Leg::FromStore => (Link::Store, true),
+            Leg::ToService => (Link::Services, false),
+            Leg::FromService => (Link::Services, true),
+        };
+        let one_way = if towards_node {
+            Direction::Inbound
+        } else {
+            Direction::Outbound
+        };
+        self.cut[cut_index(link, Direction::Both)] > 0 || self.cut[cut_index(link, one_way)] > 0
+    }
 }
 
 /// Builds a fresh node for (node, incarnation): a restart loses all memory.
@@ -115,15 +200,14 @@ pub struct Simulation<N: Node> {
     slots: Vec<Slot<N>>,
     factory: NodeFactory<N>,
     store: VersionedStore<N::Key, N::Value>,
+    store_outages: [u32; 2],
     services: Vec<EffectService>,
-    service_rngs: Vec<ChaCha8Rng>,
-    external_rng: ChaCha8Rng,
     next_external_request: u64,
     faults: FaultInjector,
     streams: RngStreams,
     hasher: TraceHasher,
     events: u64,
-    fault_count: u64,
+    plan: FaultPlan,
     max_queue_len: usize,
     out_buf: Vec<Output<N::Key, N::Value, N::Event>>,
 }
@@ -142,24 +226,24 @@ fn emit<K: Hash, V: Hash, E: Hash, O: Observer<K, V, E>>(
 impl<N: Node> Simulation<N> {
     pub fn new(config: SimConfig, seed: u64, factory: NodeFactory<N>) -> Simulation<N> {
         assert!(config.network.latency_us_min <= config.network.latency_us_max);
+        assert!(config.exit_restart_us_min <= config.exit_restart_us_max);
         assert!(config.limits.max_queue_len > 0);
         let streams = RngStreams::new(seed);
         Simulation {
             queue: EventQueue::new(config.limits.max_queue_len),
-            faults: FaultInjector::new(config.faults.clone(), streams),
-            external_rng: streams.stream(Concern::Network, u32::MAX),
+            faults: FaultInjector::new(config.faults.clone(), config.fault_phase_end_us, streams),
             config,
             now_us: 0,
             slots: Vec::new(),
             factory,
             store: VersionedStore::new(),
+            store_outages: [0; 2],
             services: Vec::new(),
-            service_rngs: Vec::new(),
             next_external_request: 0,
             streams,
             hasher: TraceHasher::new(),
             events: 0,
-            fault_count: 0,
+            plan: FaultPlan::default(),
             max_queue_len: 0,
             out_buf: Vec::with_capacity(16),
         }
@@ -174,17 +258,22 @@ impl<N: Node> Simulation<N> {
             node: None,
             incarnation: 0,
             steps: 0,
+            msgs: 0,
             timer_generation: 0,
             timer_at: None,
+            paused_until_us: None,
+            held: Vec::new(),
+            cut: [0; 6],
             net_rng: self.streams.stream(Concern::Network, id.0),
+            fault_rng: self.streams.stream(Concern::MessageFaults, id.0),
+            work_rng: self.streams.stream(Concern::Services, id.0),
+            restart_rng: self.streams.stream(Concern::Restarts, id.0),
         });
         id
     }
 
     pub fn add_service(&mut self, spec: ServiceSpec) -> leasehold_interface::ServiceId {
         let id = leasehold_interface::ServiceId(self.services.len() as u16);
-        self.service_rngs
-            .push(self.streams.stream(Concern::Services, id.0 as u32));
         self.services.push(EffectService::new(spec));
         id
     }
@@ -194,14 +283,18 @@ impl<N: Node> Simulation<N> {
     pub fn schedule_external(&mut self, at_us: u64, op: StoreRequest<N::Key, N::Value>) {
         let request = RequestId(self.next_external_request);
         self.next_external_request += 1;
-        self.queue.push(
-            at_us,
-            Event::ToStore {
-                actor: Actor::External,
-                request,
-                op,
-            },
-        );
+        let env = Envelope {
+            actor: Actor::External,
+            request,
+            msg: request.0,
+            decided_us: at_us,
+            sent_us: at_us,
+            reply_latency_us: 0,
+            reply_fault: None,
+            refuse: None,
+            work_us: 0,
+        };
+        self.queue.push(at_us, Event::ToStore { env, op });
     }
 
     pub fn store(&self) -> &VersionedStore<N::Key, N::Value> {
@@ -216,13 +309,27 @@ impl<N: Node> Simulation<N> {
         self.now_us
     }
 
-    /// Run to completion. Deterministic: the same seed, nodes and observer
-    /// decisions give the same records in the same order.
+    pub fn clock_of(&self, node: NodeId) -> LocalClock {
+        self.slots[node.index()].spec.clock
+    }
+
+    /// Run to completion. Deterministic: the same seed, nodes, fault source
+    /// and observer decisions give the same records in the same order.
     pub fn run<O: Observer<N::Key, N::Value, N::Event>>(&mut self, observer: &mut O) -> RunStats {
+        for fault in self.faults.take_scheduled() {
+            let at_us = match fault {
+                Fault::CrashAt { at_us, .. }
+                | Fault::PauseAt { at_us, .. }
+                | Fault::Partition { at_us, .. }
+                | Fault::StoreOutage { at_us, .. } => at_us,
+                other => unreachable!("not a scheduled fault: {other:?}"),
+            };
+            self.queue.push(at_us, Event::Scheduled(fault));
+        }
         // Always announced, even with no fault phase, so observers can start
         // their liveness clocks from one record.
         self.queue
-            .push(self.config.faults.fault_phase_end_us, Event::HealPhase);
+            .push(self.config.fault_phase_end_us, Event::HealPhase);
         let limits = self.config.limits;
         let stop = loop {
             let Some(next_us) = self.queue.peek_time_us() else {
@@ -251,19 +358,27 @@ impl<N: Node> Simulation<N> {
             stop,
             store: *self.store.stats(),
             effect_calls: self.services.iter().map(|s| s.calls()).sum(),
-            faults: self.fault_count,
+            faults: self.plan.len() as u64,
             max_queue_len: self.max_queue_len,
             trace_hash: self.hasher.digest(),
+            plan: std::mem::take(&mut self.plan),
         }
     }
 
-    fn latency_us(&mut self, endpoint: Actor) -> u64 {
-        let net = self.config.network;
-        let rng = match endpoint {
-            Actor::Node { node, .. } => &mut self.slots[node.index()].net_rng,
-            Actor::External => &mut self.external_rng,
-        };
-        rng.random_range(net.latency_us_min..=net.latency_us_max)
+    fn fault<O: Observer<N::Key, N::Value, N::Event>>(&mut self, fault: Fault, observer: &mut O) {
+        if fault.is_planned() {
+            assert!(
+                self.plan.faults.len() < MAX_FAULTS_PER_RUN,
+                "fault limit reached"
+            );
+            self.plan.faults.push(fault);
+        }
+        emit(
+            &mut self.hasher,
+            observer,
+            self.now_us,
+            RecordKind::Fault(fault),
+        );
     }
 
     fn dispatch<O: Observer<N::Key, N::Value, N::Event>>(
@@ -278,14 +393,18 @@ impl<N: Node> Simulation<N> {
                 incarnation,
                 generation,
             } => {
-                let slot = &mut self.slots[node.index()];
+                let slot = &self.slots[node.index()];
                 if slot.incarnation != incarnation
                     || slot.node.is_none()
                     || slot.timer_generation != generation
                 {
                     return; // superseded timer: not an event anyone observes
                 }
-                slot.timer_at = None;
+                if let Some(until) = slot.paused_until_us {
+                    self.queue.push(until, event);
+                    return;
+                }
+                self.slots[node.index()].timer_at = None;
                 self.step(node, Input::Timeout, observer);
             }
             Event::ToNode {
@@ -303,77 +422,46 @@ impl<N: Node> Simulation<N> {
                     );
                     return;
                 }
+                if let Some(until) = slot.paused_until_us {
+                    // The message waits in the socket buffer of a frozen process.
+                    self.queue.push(
+                        until,
+                        Event::ToNode {
+                            node,
+                            incarnation,
+                            input,
+                        },
+                    );
+                    return;
+                }
                 self.step(node, input, observer);
             }
-            Event::ToStore { actor, request, op } => {
-                let (reply, before) = self.store.apply(&op);
-                emit(
-                    &mut self.hasher,
-                    observer,
-                    self.now_us,
-                    RecordKind::Store {
-                        actor,
-                        request,
-                        op: &op,
-                        reply: &reply,
-                        before: before.as_ref(),
-                    },
-                );
-                if let Actor::Node { node, incarnation } = actor {
-                    let at = self.now_us + self.latency_us(actor);
-                    self.queue.push(
-                        at,
-                        Event::ToNode {
-                            node,
-                            incarnation,
-                            input: Input::StoreReply { request, reply },
-                        },
-                    );
-                }
-            }
-            Event::ToService {
-                actor,
-                request,
-                call,
-                sent_us,
+            Event::ToStore { env, op } => self.store_arrive(env, op, observer),
+            Event::ToService { env, call } => self.service_arrive(env, call, observer),
+            Event::Resume { node, incarnation } => self.resume(node, incarnation, observer),
+            Event::Scheduled(fault) => self.scheduled(fault, observer),
+            Event::PartitionEnd {
+                node,
+                link,
+                direction,
             } => {
-                // The service acts on a call the moment it arrives (the card is
-                // charged now); its reply leaves once its work time has passed.
-                let service = call.service.0 as usize;
-                assert!(
-                    service < self.services.len(),
-                    "call to unknown service {service}"
-                );
-                let outcome = self.services[service].decide(&call);
-                emit(
-                    &mut self.hasher,
-                    observer,
-                    self.now_us,
-                    RecordKind::Effect {
-                        actor,
-                        request,
-                        call,
-                        outcome,
-                        sent_us,
+                let slot = &mut self.slots[node.index()];
+                let i = cut_index(link, direction);
+                assert!(slot.cut[i] > 0, "healing a partition that is not there");
+                slot.cut[i] -= 1;
+                self.fault(
+                    Fault::PartitionHealed {
+                        node,
+                        link,
+                        direction,
                     },
+                    observer,
                 );
-                let spec = &self.services[service].spec;
-                let (lo, hi) = (spec.work_ms_min, spec.work_ms_max);
-                let work_us = self.service_rngs[service].random_range(lo * 1_000..=hi * 1_000);
-                if let Actor::Node { node, incarnation } = actor {
-                    let at = self.now_us + work_us + self.latency_us(actor);
-                    self.queue.push(
-                        at,
-                        Event::ToNode {
-                            node,
-                            incarnation,
-                            input: Input::EffectReply {
-                                request,
-                                reply: outcome,
-                            },
-                        },
-                    );
-                }
+            }
+            Event::OutageEnd { mode } => {
+                assert!(self.store_outages[mode as usize] > 0);
+                self.store_outages[mode as usize] -= 1;
+                self.fault(Fault::StoreRecovered { mode }, observer);
             }
             Event::HealPhase => {
                 emit(
@@ -386,6 +474,66 @@ impl<N: Node> Simulation<N> {
         }
     }
 
+    fn scheduled<O: Observer<N::Key, N::Value, N::Event>>(
+        &mut self,
+        fault: Fault,
+        observer: &mut O,
+    ) {
+        match fault {
+            Fault::CrashAt {
+                node,
+                restart_after_us,
+                ..
+            } => {
+                if self.slots[node.index()].node.is_none() {
+                    return; // already down: a deploy does not kill a dead pod twice
+                }
+                self.fault(fault, observer);
+                self.take_down(node, restart_after_us);
+            }
+            Fault::PauseAt {
+                node, duration_us, ..
+            } => {
+                let slot = &mut self.slots[node.index()];
+                if slot.node.is_none() || slot.paused_until_us.is_some() {
+                    return; // nothing to freeze
+                }
+                let until = self.now_us + duration_us;
+                slot.paused_until_us = Some(until);
+                let incarnation = slot.incarnation;
+                self.fault(fault, observer);
+                self.queue.push(until, Event::Resume { node, incarnation });
+            }
+            Fault::Partition {
+                node,
+                link,
+                direction,
+                duration_us,
+                ..
+            } => {
+                self.slots[node.index()].cut[cut_index(link, direction)] += 1;
+                self.fault(fault, observer);
+                self.queue.push(
+                    self.now_us + duration_us,
+                    Event::PartitionEnd {
+                        node,
+                        link,
+                        direction,
+                    },
+                );
+            }
+            Fault::StoreOutage {
+                duration_us, mode, ..
+            } => {
+                self.store_outages[mode as usize] += 1;
+                self.fault(fault, observer);
+                self.queue
+                    .push(self.now_us + duration_us, Event::OutageEnd { mode });
+            }
+            other => unreachable!("not a scheduled fault: {other:?}"),
+        }
+    }
+
     fn boot<O: Observer<N::Key, N::Value, N::Event>>(&mut self, node: NodeId, observer: &mut O) {
         let slot = &mut self.slots[node.index()];
         assert!(slot.node.is_none(), "boot of a running node");
@@ -395,15 +543,35 @@ impl<N: Node> Simulation<N> {
         slot.timer_at = None;
         slot.timer_generation += 1;
         if incarnation > 1 {
-            self.fault_count += 1;
-            emit(
-                &mut self.hasher,
-                observer,
-                self.now_us,
-                RecordKind::Fault(Fault::Restart { node, incarnation }),
-            );
+            self.fault(Fault::Restart { node, incarnation }, observer);
         }
         self.step(node, Input::Start, observer);
+    }
+
+    fn resume<O: Observer<N::Key, N::Value, N::Event>>(
+        &mut self,
+        node: NodeId,
+        incarnation: u32,
+        observer: &mut O,
+    ) {
+        let slot = &mut self.slots[node.index()];
+        if slot.incarnation != incarnation || slot.node.is_none() {
+            return; // crashed while paused
+        }
+        assert!(
+            slot.paused_until_us == Some(self.now_us),
+            "resume at the wrong time"
+        );
+        slot.paused_until_us = None;
+        let held = std::mem::take(&mut slot.held);
+        self.fault(Fault::Resume { node }, observer);
+        for (output, decided_us) in held {
+            if self.send(node, incarnation, output, decided_us, observer) {
+                self.exit(node, incarnation, observer);
+                return;
+            }
+        }
+        self.rearm_timer(node);
     }
 
     fn step<O: Observer<N::Key, N::Value, N::Event>>(
@@ -413,25 +581,45 @@ impl<N: Node> Simulation<N> {
         observer: &mut O,
     ) {
         let now_us = self.now_us;
-        let (incarnation, local, node_step, crashable) = {
+        let (incarnation, node_step, targets) = {
             let slot = &mut self.slots[node.index()];
+            assert!(slot.paused_until_us.is_none(), "stepping a paused node");
             slot.steps += 1;
-            (
-                slot.incarnation,
-                slot.spec.clock.read(now_us),
-                slot.steps,
-                slot.spec.crashable,
-            )
+            let targets = FaultTargets {
+                crashable: slot.spec.crashable,
+                pausable: slot.spec.pausable,
+            };
+            (slot.incarnation, slot.steps, targets)
         };
-        let crash = if crashable {
-            self.faults.roll_crash(node, now_us)
-        } else {
-            None
-        };
-        if crash == Some(true) {
-            self.crash(node, node_step, CrashPoint::BeforeInput, observer);
-            return;
+        let fault = self.faults.step_fault(node, node_step, now_us, targets);
+        match fault {
+            Some(StepFault::CrashBeforeInput { restart_after_us }) => {
+                self.fault(
+                    Fault::Crash {
+                        node,
+                        node_step,
+                        point: CrashPoint::BeforeInput,
+                        restart_after_us,
+                    },
+                    observer,
+                );
+                self.take_down(node, restart_after_us);
+                return;
+            }
+            Some(StepFault::ClockJump { delta_us }) => {
+                self.slots[node.index()].spec.clock.wall_offset_us += delta_us;
+                self.fault(
+                    Fault::ClockJump {
+                        node,
+                        node_step,
+                        delta_us,
+                    },
+                    observer,
+                );
+            }
+            _ => {}
         }
+        let local = self.slots[node.index()].spec.clock.read(now_us);
         emit(
             &mut self.hasher,
             observer,
@@ -451,68 +639,441 @@ impl<N: Node> Simulation<N> {
             .expect("stepping a live node")
             .step(local, input, &mut out);
         let of = out.len() as u32;
-        let emitted = match crash {
-            Some(false) => self.faults.outputs_before_crash(node, of),
-            _ => of,
+        let (leave, after) = match fault {
+            Some(StepFault::CrashBetweenOutputs {
+                emitted,
+                restart_after_us,
+            }) => {
+                let emitted = emitted
+                    .unwrap_or_else(|| self.faults.outputs_before(node, of, false))
+                    .min(of);
+                (emitted, Some(Err((emitted, restart_after_us))))
+            }
+            Some(StepFault::Pause {
+                after_outputs,
+                duration_us,
+            }) => {
+                let k = after_outputs
+                    .unwrap_or_else(|| self.faults.outputs_before(node, of, true))
+                    .min(of);
+                (k, Some(Ok((k, duration_us))))
+            }
+            _ => (of, None),
         };
-        let actor = Actor::Node { node, incarnation };
         let mut exit = false;
-        for output in out.drain(..).take(emitted as usize) {
-            match output {
-                Output::Store { request, op } => {
-                    let at = now_us + self.latency_us(actor);
-                    self.queue.push(at, Event::ToStore { actor, request, op });
-                }
-                Output::Effect { request, call } => {
-                    let at = now_us + self.latency_us(actor);
-                    self.queue.push(
-                        at,
-                        Event::ToService {
-                            actor,
-                            request,
-                            call,
-                            sent_us: now_us,
-                        },
-                    );
-                }
-                Output::Event(event) => emit(
+        let mut drained = out.drain(..);
+        for output in drained.by_ref().take(leave as usize) {
+            if self.send(node, incarnation, output, now_us, observer) {
+                exit = true;
+                break;
+            }
+        }
+        let rest: Vec<_> = drained.collect();
+        out.clear();
+        self.out_buf = out;
+        match after {
+            Some(Err((emitted, restart_after_us))) => {
+                self.fault(
+                    Fault::Crash {
+                        node,
+                        node_step,
+                        point: CrashPoint::BetweenOutputs { emitted },
+                        restart_after_us,
+                    },
+                    observer,
+                );
+                self.take_down(node, restart_after_us);
+            }
+            Some(Ok((after_outputs, duration_us))) if !exit => {
+                self.fault(
+                    Fault::Pause {
+                        node,
+                        node_step,
+                        after_outputs,
+                        duration_us,
+                    },
+                    observer,
+                );
+                let until = now_us + duration_us;
+                let slot = &mut self.slots[node.index()];
+                slot.paused_until_us = Some(until);
+                slot.held = rest.into_iter().map(|o| (o, now_us)).collect();
+                self.queue.push(until, Event::Resume { node, incarnation });
+            }
+            _ if exit => self.exit(node, incarnation, observer),
+            _ => self.rearm_timer(node),
+        }
+    }
+
+    fn exit<O: Observer<N::Key, N::Value, N::Event>>(
+        &mut self,
+        node: NodeId,
+        incarnation: u32,
+        observer: &mut O,
+    ) {
+        emit(
+            &mut self.hasher,
+            observer,
+            self.now_us,
+            RecordKind::Exit { node, incarnation },
+        );
+        let (lo, hi) = (
+            self.config.exit_restart_us_min,
+            self.config.exit_restart_us_max,
+        );
+        let delay_us = self.slots[node.index()].restart_rng.random_range(lo..=hi);
+        self.take_down(node, delay_us);
+    }
+
+    /// Send one output of `node`. Returns `true` if it was `Exit`.
+    fn send<O: Observer<N::Key, N::Value, N::Event>>(
+        &mut self,
+        node: NodeId,
+        incarnation: u32,
+        output: Output<N::Key, N::Value, N::Event>,
+        decided_us: u64,
+        observer: &mut O,
+    ) -> bool {
+        let (request, leg) = match &output {
+            Output::Store { request, .. } => (*request, Leg::ToStore),
+            Output::Effect { request, .. } => (*request, Leg::ToService),
+            Output::Event(event) => {
+                emit(
                     &mut self.hasher,
                     observer,
-                    now_us,
+                    self.now_us,
                     RecordKind::Event {
                         node,
                         incarnation,
-                        event: &event,
+                        event,
+                    },
+                );
+                return false;
+            }
+            Output::Exit => return true,
+        };
+        let reply_leg = match leg {
+            Leg::ToStore => Leg::FromStore,
+            _ => Leg::FromService,
+        };
+        // Every draw for this message, made now, always.
+        let net = self.config.network;
+        let slot = &mut self.slots[node.index()];
+        slot.msgs += 1;
+        let msg = slot.msgs;
+        let latency_us = slot
+            .net_rng
+            .random_range(net.latency_us_min..=net.latency_us_max);
+        let reply_latency_us = slot
+            .net_rng
+            .random_range(net.latency_us_min..=net.latency_us_max);
+        let work_raw = slot.work_rng.random::<u64>();
+        let now_us = self.now_us;
+        let fault = self
+            .faults
+            .message_fault(node, msg, leg, now_us, &mut slot.fault_rng);
+        let reply_fault =
+            self.faults
+                .message_fault(node, msg, reply_leg, now_us, &mut slot.fault_rng);
+        let cut = slot.is_cut(leg);
+        let actor = Actor::Node { node, incarnation };
+        let work_us = match &output {
+            Output::Effect { call, .. } => {
+                let spec = &self.services[call.service.0 as usize].spec;
+                let span_us = (spec.work_ms_max - spec.work_ms_min) * 1_000 + 1;
+                spec.work_ms_min * 1_000 + work_raw % span_us
+            }
+            _ => 0,
+        };
+        let mut env = Envelope {
+            actor,
+            request,
+            msg,
+            decided_us,
+            sent_us: self.now_us,
+            reply_latency_us,
+            reply_fault,
+            refuse: None,
+            work_us,
+        };
+        if let Some(action) = fault {
+            self.fault(
+                Fault::Message {
+                    node,
+                    msg,
+                    leg,
+                    action,
+                },
+                observer,
+            );
+        }
+        if cut {
+            self.lost(
+                node,
+                incarnation,
+                request,
+                leg,
+                LossReason::Partition,
+                observer,
+            );
+            return false;
+        }
+        let mut arrivals = [Some(self.now_us + latency_us), None];
+        match fault {
+            Some(MessageAction::Drop) => {
+                self.lost(
+                    node,
+                    incarnation,
+                    request,
+                    leg,
+                    LossReason::Dropped,
+                    observer,
+                );
+                return false;
+            }
+            Some(MessageAction::Duplicate { extra_us }) => {
+                arrivals[1] = Some(self.now_us + latency_us + extra_us)
+            }
+            Some(MessageAction::Delay { extra_us }) => {
+                arrivals[0] = Some(self.now_us + latency_us + extra_us)
+            }
+            Some(action @ (MessageAction::Fail | MessageAction::Hang)) => env.refuse = Some(action),
+            None => {}
+        }
+        for (copy, at) in arrivals.into_iter().flatten().enumerate() {
+            if copy == 1 {
+                // The duplicate is just a copy: no faults of its own.
+                env.reply_fault = None;
+                env.refuse = None;
+            }
+            match &output {
+                Output::Store { op, .. } => self.queue.push(
+                    at,
+                    Event::ToStore {
+                        env,
+                        op: op.clone(),
                     },
                 ),
-                Output::Exit => {
-                    exit = true;
-                    break;
+                Output::Effect { call, .. } => {
+                    self.queue.push(at, Event::ToService { env, call: *call })
                 }
+                _ => unreachable!("only requests travel"),
             }
         }
-        out.clear();
-        self.out_buf = out;
-        if crash == Some(false) {
-            self.crash(
+        false
+    }
+
+    fn lost<O: Observer<N::Key, N::Value, N::Event>>(
+        &mut self,
+        node: NodeId,
+        incarnation: u32,
+        request: RequestId,
+        leg: Leg,
+        reason: LossReason,
+        observer: &mut O,
+    ) {
+        emit(
+            &mut self.hasher,
+            observer,
+            self.now_us,
+            RecordKind::Lost {
                 node,
-                node_step,
-                CrashPoint::BetweenOutputs { emitted, of },
+                incarnation,
+                request,
+                leg,
+                reason,
+            },
+        );
+    }
+
+    /// Carry a reply back to the node that sent `env`, through the faults
+    /// decided when it sent the request.
+    fn reply<O: Observer<N::Key, N::Value, N::Event>>(
+        &mut self,
+        env: Envelope,
+        leg: Leg,
+        extra_delay_us: u64,
+        input: Input<N::Key, N::Value>,
+        observer: &mut O,
+    ) {
+        let Actor::Node { node, incarnation } = env.actor else {
+            return; // the workload does not listen for replies
+        };
+        if self.slots[node.index()].is_cut(leg) {
+            self.lost(
+                node,
+                incarnation,
+                env.request,
+                leg,
+                LossReason::Partition,
                 observer,
             );
             return;
         }
-        if exit {
-            emit(
-                &mut self.hasher,
+        if let Some(action) = env.reply_fault {
+            self.fault(
+                Fault::Message {
+                    node,
+                    msg: env.msg,
+                    leg,
+                    action,
+                },
                 observer,
-                now_us,
-                RecordKind::Exit { node, incarnation },
             );
-            self.take_down(node);
+        }
+        let at = self.now_us + extra_delay_us + env.reply_latency_us;
+        match env.reply_fault {
+            Some(MessageAction::Drop) => self.lost(
+                node,
+                incarnation,
+                env.request,
+                leg,
+                LossReason::Dropped,
+                observer,
+            ),
+            Some(MessageAction::Delay { extra_us }) => self.queue.push(
+                at + extra_us,
+                Event::ToNode {
+                    node,
+                    incarnation,
+                    input,
+                },
+            ),
+            Some(MessageAction::Duplicate { extra_us }) => {
+                self.queue.push(
+                    at,
+                    Event::ToNode {
+                        node,
+                        incarnation,
+                        input: input.clone(),
+                    },
+                );
+                self.queue.push(
+                    at + extra_us,
+                    Event::ToNode {
+                        node,
+                        incarnation,
+                        input,
+                    },
+                );
+            }
+            Some(MessageAction::Fail | MessageAction::Hang) | None => self.queue.push(
+                at,
+                Event::ToNode {
+                    node,
+                    incarnation,
+                    input,
+                },
+            ),
+        }
+    }
+
+    fn store_arrive<O: Observer<N::Key, N::Value, N::Event>>(
+        &mut self,
+        env: Envelope,
+        op: StoreRequest<N::Key, N::Value>,
+        observer: &mut O,
+    ) {
+        let is_node = matches!(env.actor, Actor::Node { .. });
+        if is_node && self.store_outages[OutageMode::Timeout as usize] > 0 {
+            if let Actor::Node { node, incarnation } = env.actor {
+                self.lost(
+                    node,
+                    incarnation,
+                    env.request,
+                    Leg::ToStore,
+                    LossReason::StoreOutage,
+                    observer,
+                );
+            }
             return;
         }
-        self.rearm_timer(node);
+        let refused =
+            is_node && (self.store_outages[OutageMode::Fail as usize] > 0 || env.refuse.is_some());
+        let (reply, before) = if refused {
+            self.store.count_unavailable();
+            (StoreReply::Unavailable, None)
+        } else {
+            self.store.apply(&op)
+        };
+        emit(
+            &mut self.hasher,
+            observer,
+            self.now_us,
+            RecordKind::Store {
+                actor: env.actor,
+                request: env.request,
+                op: &op,
+                reply: &reply,
+                before: before.as_ref(),
+            },
+        );
+        let request = env.request;
+        self.reply(
+            env,
+            Leg::FromStore,
+            0,
+            Input::StoreReply { request, reply },
+            observer,
+        );
+    }
+
+    fn service_arrive<O: Observer<N::Key, N::Value, N::Event>>(
+        &mut self,
+        env: Envelope,
+        call: EffectRequest,
+        observer: &mut O,
+    ) {
+        let service = call.service.0 as usize;
+        assert!(
+            service < self.services.len(),
+            "call to unknown service {service}"
+        );
+        if env.refuse == Some(MessageAction::Hang) {
+            if let Actor::Node { node, incarnation } = env.actor {
+                self.lost(
+                    node,
+                    incarnation,
+                    env.request,
+                    Leg::ToService,
+                    LossReason::Hung,
+                    observer,
+                );
+            }
+            return;
+        }
+        // The service acts the moment the call arrives (the card is charged
+        // now); its reply leaves once its work time has passed.
+        let outcome = if env.refuse == Some(MessageAction::Fail) {
+            EffectReply::Failed
+        } else {
+            self.services[service].decide(&call)
+        };
+        emit(
+            &mut self.hasher,
+            observer,
+            self.now_us,
+            RecordKind::Effect {
+                actor: env.actor,
+                request: env.request,
+                call,
+                outcome,
+                decided_us: env.decided_us,
+                sent_us: env.sent_us,
+            },
+        );
+        let request = env.request;
+        let work_us = env.work_us;
+        self.reply(
+            env,
+            Leg::FromService,
+            work_us,
+            Input::EffectReply {
+                request,
+                reply: outcome,
+            },
+            observer,
+        );
     }
 
     fn rearm_timer(&mut self, node: NodeId) {
@@ -538,41 +1099,15 @@ impl<N: Node> Simulation<N> {
         }
     }
 
-    fn crash<O: Observer<N::Key, N::Value, N::Event>>(
-        &mut self,
-        node: NodeId,
-        node_step: u64,
-        point: CrashPoint,
-        observer: &mut O,
-    ) {
-        let incarnation = self.slots[node.index()].incarnation;
-        self.fault_count += 1;
-        emit(
-            &mut self.hasher,
-            observer,
-            self.now_us,
-            RecordKind::Fault(Fault::Crash {
-                node,
-                incarnation,
-                node_step,
-                point,
-            }),
-        );
-        self.take_down(node);
-    }
-
     /// The node's memory is gone; it boots again as a new incarnation.
-    fn take_down(&mut self, node: NodeId) {
+    fn take_down(&mut self, node: NodeId, restart_after_us: u64) {
         let slot = &mut self.slots[node.index()];
         slot.node = None;
         slot.timer_at = None;
         slot.timer_generation += 1;
-        let delay_us = self.faults.restart_delay_us(node);
+        slot.paused_until_us = None;
+        slot.held.clear();
         self.queue
-            .push(self.now_us + delay_us.max(1), Event::Boot { node });
-    }
-
-    pub fn clock_of(&self, node: NodeId) -> LocalClock {
-        self.slots[node.index()].spec.clock
+            .push(self.now_us + restart_after_us.max(1), Event::Boot { node });
     }
 }

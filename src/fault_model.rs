@@ -1,0 +1,773 @@
+//! The scenario's fault model: which kinds of fault a scenario may inject and
+//! at what rates, and the per-seed draw of a concrete mix from those ranges
+//! (swarm testing, after FoundationDB's BUGGIFY and TigerBeetle's VOPR).
+
+use crate::scenario::ScenarioError;
+use leasehold_sim::{
+    Concern, Direction, Fault, FaultRates, Link, LocalClock, NodeId, OutageMode, RngStreams,
+    faults::PPM,
+};
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+/// A closed range `[min, max]`, written as a two-element JSON array.
+pub type Range<T> = [T; 2];
+
+/// Bound on scheduled faults one seed may draw (partitions, outages, ...).
+pub const MAX_SCHEDULED_FAULTS: usize = 100_000;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultsSection {
+    /// Faults are injected during `[0, fault_phase_ms)`; then the heal phase.
+    pub fault_phase_ms: u64,
+    /// Each seed switches each fault kind on with probability 1/2 (swarm
+    /// testing). Off: every kind listed is always on.
+    #[serde(default)]
+    pub swarm: bool,
+    /// How long a crashed or self-fenced node stays down.
+    pub restart_delay_ms: Range<u64>,
+    #[serde(default)]
+    pub crash: Option<CrashFaults>,
+    #[serde(default)]
+    pub pause: Option<PauseFaults>,
+    #[serde(default)]
+    pub clock: Option<ClockFaults>,
+    #[serde(default)]
+    pub network: Option<NetworkFaults>,
+    #[serde(default)]
+    pub store: Option<StoreFaults>,
+    #[serde(default)]
+    pub services: Option<ServiceFaults>,
+    #[serde(default)]
+    pub restarts: Option<RestartFaults>,
+    /// Faults at set times on named nodes (`worker-3`, `reclaimer-0`).
+    #[serde(default)]
+    pub scheduled: Vec<ScheduledFault>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrashFaults {
+    /// Chance that a node crashes at any one of its steps.
+    pub per_step: Range<f64>,
+    /// Whether reclaimers crash too (workers always may).
+    pub reclaimers: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PauseFaults {
+    /// Chance that a node freezes at any one of its steps (GC, VM migration).
+    pub per_step: Range<f64>,
+    pub duration_ms: Range<u64>,
+    pub reclaimers: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClockFaults {
+    /// Each node's wall clock is off by up to this much either way.
+    pub skew_ms: Range<u64>,
+    /// Each node's clocks run fast or slow by up to this much. The upper end
+    /// is the drift bound the protocol is told about.
+    pub drift_ppm: Range<u64>,
+    /// Chance per step of a wall-clock jump of up to `jump_ms_max` either way.
+    pub jump_per_step: Range<f64>,
+    pub jump_ms_max: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkFaults {
+    /// Chance per message of being lost / duplicated / delayed (spike or
+    /// reordering), on every link.
+    pub loss: Range<f64>,
+    pub duplicate: Range<f64>,
+    pub delay: Range<f64>,
+    pub delay_ms: Range<u64>,
+    /// Partitions started per simulated minute across the fleet.
+    pub partitions_per_minute: Range<f64>,
+    pub partition_ms: Range<u64>,
+    /// Share of partitions that are one-way (requests or replies only).
+    pub one_way_share: f64,
+    /// Whether reclaimers are partitioned too (from the store).
+    pub reclaimers: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreFaults {
+    pub outages_per_minute: Range<f64>,
+    pub outage_ms: Range<u64>,
+    /// Share of outages in which requests time out rather than fail fast.
+    pub timeout_share: f64,
+    /// Chance per request of an `Unavailable` answer.
+    pub failure: Range<f64>,
+    /// Chance per reply of arriving late.
+    pub slow: Range<f64>,
+    pub slow_ms: Range<u64>,
+    /// Chance per reply of being lost after the request was applied.
+    pub ambiguous: Range<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceFaults {
+    /// Chance per call of failing without acting.
+    pub failure: Range<f64>,
+    pub slow: Range<f64>,
+    pub slow_ms: Range<u64>,
+    /// Chance per call of acting but the reply being lost.
+    pub ambiguous: Range<f64>,
+    /// Chance per call of hanging: never acting, never answering.
+    pub hang: Range<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RestartFaults {
+    /// A deploy: every worker is restarted, one each `rolling_interval_ms`,
+    /// starting at a time drawn from this range.
+    #[serde(default)]
+    pub rolling_deploy_at_ms: Option<Range<u64>>,
+    #[serde(default = "default_rolling_interval_ms")]
+    pub rolling_interval_ms: u64,
+    /// Half the fleet (or `mass_failure_share`) dies at once at a time drawn
+    /// from this range.
+    #[serde(default)]
+    pub mass_failure_at_ms: Option<Range<u64>>,
+    #[serde(default = "default_mass_failure_share")]
+    pub mass_failure_share: f64,
+}
+
+fn default_rolling_interval_ms() -> u64 {
+    5_000
+}
+
+fn default_mass_failure_share() -> f64 {
+    0.5
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ScheduledFault {
+    Crash {
+        at_ms: u64,
+        node: String,
+    },
+    Pause {
+        at_ms: u64,
+        node: String,
+        duration_ms: u64,
+    },
+    Partition {
+        at_ms: u64,
+        node: String,
+        link: Link,
+        direction: Direction,
+        duration_ms: u64,
+    },
+    StoreOutage {
+        at_ms: u64,
+        duration_ms: u64,
+        mode: OutageMode,
+    },
+}
+
+/// The fault mix one seed drew: which kinds are on, at what rates.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct FaultMix {
+    pub crash_per_step: f64,
+    pub pause_per_step: f64,
+    pub clock_skew_ms: u64,
+    pub clock_drift_ppm: u64,
+    pub clock_jump_per_step: f64,
+    pub network_loss: f64,
+    pub network_duplicate: f64,
+    pub network_delay: f64,
+    pub partitions_per_minute: f64,
+    pub store_outages_per_minute: f64,
+    pub store_failure: f64,
+    pub store_slow: f64,
+    pub store_ambiguous: f64,
+    pub service_failure: f64,
+    pub service_slow: f64,
+    pub service_ambiguous: f64,
+    pub service_hang: f64,
+    pub rolling_deploy_at_ms: Option<u64>,
+    pub mass_failure_at_ms: Option<u64>,
+}
+
+/// Node layout the fault model needs: workers first, then reclaimers.
+#[derive(Clone, Copy, Debug)]
+pub struct Fleet {
+    pub workers: u32,
+    pub reclaimers: u32,
+}
+
+impl Fleet {
+    pub fn node_named(&self, name: &str) -> Option<NodeId> {
+        if let Some(n) = name.strip_prefix("worker-") {
+            let i: u32 = n.parse().ok()?;
+            (i < self.workers).then_some(NodeId(i))
+        } else if let Some(n) = name.strip_prefix("reclaimer-") {
+            let i: u32 = n.parse().ok()?;
+            (i < self.reclaimers).then_some(NodeId(self.workers + i))
+        } else {
+            None
+        }
+    }
+
+    pub fn is_reclaimer(&self, node: NodeId) -> bool {
+        node.0 >= self.workers
+    }
+}
+
+/// What the simulator gets for one seed.
+pub struct DrawnFaults {
+    pub mix: FaultMix,
+    pub rates: FaultRates,
+    pub scheduled: Vec<Fault>,
+    /// Per node, in node order.
+    pub clocks: Vec<LocalClock>,
+    pub crash_reclaimers: bool,
+    pub pause_reclaimers: bool,
+}
+
+fn err<T>(field: String, message: String) -> Result<T, ScenarioError> {
+    Err(ScenarioError { field, message })
+}
+
+fn check_probability(field: &str, r: Range<f64>) -> Result<(), ScenarioError> {
+    for p in r {
+        if !(0.0..=1.0).contains(&p) || p.is_nan() {
+            return err(
+                field.into(),
+                format!("{p} is not a probability between 0 and 1"),
+            );
+        }
+    }
+    check_range(field, r)
+}
+
+fn check_range<T: PartialOrd + std::fmt::Display + Copy>(
+    field: &str,
+    r: Range<T>,
+) -> Result<(), ScenarioError> {
+    if r[0] > r[1] {
+        return err(
+            field.into(),
+            format!(
+                "[{}, {}] is not a range: the minimum is above the maximum",
+                r[0], r[1]
+            ),
+        );
+    }
+    Ok(())
+}
+
+fn check_rate(field: &str, r: Range<f64>) -> Result<(), ScenarioError> {
+    for p in r {
+        if !(0.0..=600.0).contains(&p) || p.is_nan() {
+            return err(
+                field.into(),
+                format!("{p} is not a rate between 0 and 600 per minute"),
+            );
+        }
+    }
+    check_range(field, r)
+}
+
+fn check_share(field: &str, p: f64) -> Result<(), ScenarioError> {
+    if !(0.0..=1.0).contains(&p) || p.is_nan() {
+        return err(field.into(), format!("{p} is not a share between 0 and 1"));
+    }
+    Ok(())
+}
+
+impl FaultsSection {
+    /// The drift bound the protocol must be built for.
+    pub fn max_drift_ppm(&self) -> u64 {
+        self.clock.as_ref().map_or(0, |c| c.drift_ppm[1])
+    }
+
+    pub fn restart_delay_ms_max(&self) -> u64 {
+        self.restart_delay_ms[1]
+    }
+
+    pub fn validate(&self, fleet: Fleet, max_sim_time_ms: u64) -> Result<(), ScenarioError> {
+        let phase = self.fault_phase_ms;
+        if phase >= max_sim_time_ms {
+            return err(
+                "faults.fault_phase_ms".into(),
+                format!("{phase} must end before limits.max_sim_time_ms {max_sim_time_ms}"),
+            );
+        }
+        check_range("faults.restart_delay_ms", self.restart_delay_ms)?;
+        if self.restart_delay_ms[0] == 0 {
+            return err(
+                "faults.restart_delay_ms".into(),
+                "restarts take at least 1 ms".into(),
+            );
+        }
+        if let Some(c) = &self.crash {
+            check_probability("faults.crash.per_step", c.per_step)?;
+        }
+        if let Some(p) = &self.pause {
+            check_probability("faults.pause.per_step", p.per_step)?;
+            check_range("faults.pause.duration_ms", p.duration_ms)?;
+        }
+        if let Some(c) = &self.clock {
+            check_range("faults.clock.skew_ms", c.skew_ms)?;
+            check_range("faults.clock.drift_ppm", c.drift_ppm)?;
+            check_probability("faults.clock.jump_per_step", c.jump_per_step)?;
+            if c.drift_ppm[1] >= 100_000 {
+                return err(
+                    "faults.clock.drift_ppm".into(),
+                    format!("{} ppm is over 10%: no lease can be safe", c.drift_ppm[1]),
+                );
+            }
+        }
+        if let Some(n) = &self.network {
+            check_probability("faults.network.loss", n.loss)?;
+            check_probability("faults.network.duplicate", n.duplicate)?;
+            check_probability("faults.network.delay", n.delay)?;
+            check_range("faults.network.delay_ms", n.delay_ms)?;
+            check_rate(
+                "faults.network.partitions_per_minute",
+                n.partitions_per_minute,
+            )?;
+            check_range("faults.network.partition_ms", n.partition_ms)?;
+            check_share("faults.network.one_way_share", n.one_way_share)?;
+            if n.loss[1] + n.duplicate[1] + n.delay[1] > 1.0 {
+                return err(
+                    "faults.network".into(),
+                    "loss + duplicate + delay can exceed 1: at most one fault strikes a message"
+                        .into(),
+                );
+            }
+        }
+        if let Some(s) = &self.store {
+            check_rate("faults.store.outages_per_minute", s.outages_per_minute)?;
+            check_range("faults.store.outage_ms", s.outage_ms)?;
+            check_share("faults.store.timeout_share", s.timeout_share)?;
+            check_probability("faults.store.failure", s.failure)?;
+            check_probability("faults.store.slow", s.slow)?;
+            check_range("faults.store.slow_ms", s.slow_ms)?;
+            check_probability("faults.store.ambiguous", s.ambiguous)?;
+        }
+        if let Some(s) = &self.services {
+            check_probability("faults.services.failure", s.failure)?;
+            check_probability("faults.services.slow", s.slow)?;
+            check_range("faults.services.slow_ms", s.slow_ms)?;
+            check_probability("faults.services.ambiguous", s.ambiguous)?;
+            check_probability("faults.services.hang", s.hang)?;
+        }
+        if let Some(r) = &self.restarts {
+            if let Some(at) = r.rolling_deploy_at_ms {
+                check_range("faults.restarts.rolling_deploy_at_ms", at)?;
+                if at[1] >= phase {
+                    return err(
+                        "faults.restarts.rolling_deploy_at_ms".into(),
+                        format!(
+                            "{} is not inside the fault phase (fault_phase_ms {phase})",
+                            at[1]
+                        ),
+                    );
+                }
+            }
+            if r.rolling_interval_ms == 0 {
+                return err(
+                    "faults.restarts.rolling_interval_ms".into(),
+                    "must be greater than 0".into(),
+                );
+            }
+            if let Some(at) = r.mass_failure_at_ms {
+                check_range("faults.restarts.mass_failure_at_ms", at)?;
+                if at[1] >= phase {
+                    return err(
+                        "faults.restarts.mass_failure_at_ms".into(),
+                        format!(
+                            "{} is not inside the fault phase (fault_phase_ms {phase})",
+                            at[1]
+                        ),
+                    );
+                }
+            }
+            if !(r.mass_failure_share > 0.0 && r.mass_failure_share <= 1.0) {
+                return err(
+                    "faults.restarts.mass_failure_share".into(),
+                    format!("{} is not a share in (0, 1]", r.mass_failure_share),
+                );
+            }
+        }
+        for (i, f) in self.scheduled.iter().enumerate() {
+            let field = format!("faults.scheduled[{i}]");
+            let (at_ms, node) = match f {
+                ScheduledFault::Crash { at_ms, node }
+                | ScheduledFault::Pause { at_ms, node, .. }
+                | ScheduledFault::Partition { at_ms, node, .. } => (*at_ms, Some(node)),
+                ScheduledFault::StoreOutage { at_ms, .. } => (*at_ms, None),
+            };
+            if at_ms >= phase {
+                return err(
+                    format!("{field}.at_ms"),
+                    format!("{at_ms} is not inside the fault phase (fault_phase_ms {phase})"),
+                );
+            }
+            if let Some(node) = node
+                && fleet.node_named(node).is_none()
+            {
+                return err(
+                    format!("{field}.node"),
+                    format!(
+                        "\"{node}\" does not exist: the fleet has worker-0..worker-{} and reclaimer-0..reclaimer-{}",
+                        fleet.workers - 1,
+                        fleet.reclaimers - 1
+                    ),
+                );
+            }
+            if let ScheduledFault::Partition {
+                node,
+                link: Link::Services,
+                ..
+            } = f
+                && fleet
+                    .node_named(node)
+                    .is_some_and(|n| fleet.is_reclaimer(n))
+            {
+                return err(
+                    format!("{field}.link"),
+                    format!("{node} is a reclaimer and calls no services"),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Draw this seed's faults. Pure function of (section, fleet, seed).
+    pub fn draw(&self, fleet: Fleet, seed: u64) -> DrawnFaults {
+        let streams = RngStreams::new(seed);
+        let mut swarm = streams.stream(Concern::Swarm, 0);
+        let mut sched_rng = streams.stream(Concern::Host, 1);
+        let mut clock_rng = streams.stream(Concern::Host, 2);
+        let phase_us = self.fault_phase_ms * 1_000;
+        let swarm_on = self.swarm;
+        // Draw in a fixed order, every value every time, so a kind being off
+        // never shifts another kind's draw.
+        let on = |rng: &mut ChaCha8Rng| {
+            let coin = rng.random_bool(0.5);
+            !swarm_on || coin
+        };
+        let pick = |rng: &mut ChaCha8Rng, r: Range<f64>| {
+            let x: f64 = rng.random();
+            r[0] + (r[1] - r[0]) * x
+        };
+        let ppm = |p: f64| (p * PPM as f64).round() as u32;
+        let mut mix = FaultMix::default();
+        let mut rates = FaultRates {
+            crash_before_input_ppm: PPM / 4,
+            restart_delay_us_min: self.restart_delay_ms[0] * 1_000,
+            restart_delay_us_max: self.restart_delay_ms[1] * 1_000,
+            ..FaultRates::default()
+        };
+        if let Some(c) = &self.crash {
+            let (o, p) = (on(&mut swarm), pick(&mut swarm, c.per_step));
+            if o {
+                mix.crash_per_step = p;
+                rates.crash_ppm = ppm(p);
+            }
+        }
+        if let Some(c) = &self.pause {
+            let (o, p) = (on(&mut swarm), pick(&mut swarm, c.per_step));
+            if o {
+                mix.pause_per_step = p;
+                rates.pause_ppm = ppm(p);
+                rates.pause_us_min = c.duration_ms[0] * 1_000;
+                rates.pause_us_max = c.duration_ms[1] * 1_000;
+            }
+        }
+        let nodes = (fleet.workers + fleet.reclaimers) as usize;
+        let mut clocks = vec![LocalClock::default(); nodes];
+        if let Some(c) = &self.clock {
+            let o = on(&mut swarm);
+            let skew = pick(&mut swarm, [c.skew_ms[0] as f64, c.skew_ms[1] as f64]) as u64;
+            let drift = pick(&mut swarm, [c.drift_ppm[0] as f64, c.drift_ppm[1] as f64]) as u64;
+            let jump = pick(&mut swarm, c.jump_per_step);
+            if o {
+                mix.clock_skew_ms = skew;
+                mix.clock_drift_ppm = drift;
+                mix.clock_jump_per_step = jump;
+                rates.clock_jump_ppm = ppm(jump);
+                rates.clock_jump_us_max = (c.jump_ms_max * 1_000) as i64;
+            }
+            for clock in clocks.iter_mut() {
+                let d = clock_rng.random_range(-(drift as i64)..=drift as i64);
+                let s = clock_rng.random_range(-((skew * 1_000) as i64)..=(skew * 1_000) as i64);
+                if o {
+                    *clock = LocalClock::new(0, d);
+                    clock.wall_offset_us = s;
+                }
+            }
+        }
+        let mut partitions_per_minute = 0.0;
+        if let Some(n) = &self.network {
+            let o = on(&mut swarm);
+            let (loss, dup, delay, parts) = (
+                pick(&mut swarm, n.loss),
+                pick(&mut swarm, n.duplicate),
+                pick(&mut swarm, n.delay),
+                pick(&mut swarm, n.partitions_per_minute),
+            );
+            if o {
+                mix.network_loss = loss;
+                mix.network_duplicate = dup;
+                mix.network_delay = delay;
+                mix.partitions_per_minute = parts;
+                partitions_per_minute = parts;
+                for leg in rates.legs.iter_mut() {
+                    leg.drop_ppm = ppm(loss);
+                    leg.duplicate_ppm = ppm(dup);
+                    leg.delay_ppm = ppm(delay);
+                    leg.delay_us_min = n.delay_ms[0] * 1_000;
+                    leg.delay_us_max = n.delay_ms[1] * 1_000;
+                }
+            }
+        }
+        let mut outages_per_minute = 0.0;
+        if let Some(s) = &self.store {
+            let o = on(&mut swarm);
+            let (outages, failure, slow, ambiguous) = (
+                pick(&mut swarm, s.outages_per_minute),
+                pick(&mut swarm, s.failure),
+                pick(&mut swarm, s.slow),
+                pick(&mut swarm, s.ambiguous),
+            );
+            if o {
+                mix.store_outages_per_minute = outages;
+                mix.store_failure = failure;
+                mix.store_slow = slow;
+                mix.store_ambiguous = ambiguous;
+                outages_per_minute = outages;
+                let to = &mut rates.legs[leg_index(leasehold_sim::Leg::ToStore)];
+                to.fail_ppm = ppm(failure);
+                let from = &mut rates.legs[leg_index(leasehold_sim::Leg::FromStore)];
+                from.drop_ppm += ppm(ambiguous);
+                // A slow reply is a delay on the reply leg, with its own range.
+                from.delay_ppm += ppm(slow);
+                from.delay_us_min = s.slow_ms[0] * 1_000;
+                from.delay_us_max = s.slow_ms[1] * 1_000;
+            }
+        }
+        if let Some(s) = &self.services {
+            let o = on(&mut swarm);
+            let (failure, slow, ambiguous, hang) = (
+                pick(&mut swarm, s.failure),
+                pick(&mut swarm, s.slow),
+                pick(&mut swarm, s.ambiguous),
+                pick(&mut swarm, s.hang),
+            );
+            if o {
+                mix.service_failure = failure;
+                mix.service_slow = slow;
+                mix.service_ambiguous = ambiguous;
+                mix.service_hang = hang;
+                let to = &mut rates.legs[leg_index(leasehold_sim::Leg::ToService)];
+                to.fail_ppm = ppm(failure);
+                to.hang_ppm = ppm(hang);
+                let from = &mut rates.legs[leg_index(leasehold_sim::Leg::FromService)];
+                from.drop_ppm += ppm(ambiguous);
+                from.delay_ppm += ppm(slow);
+                from.delay_us_min = s.slow_ms[0] * 1_000;
+                from.delay_us_max = s.slow_ms[1] * 1_000;
+            }
+        }
+        // Scheduled faults, on their own stream.
+        let mut scheduled = Vec::new();
+        let restart_us = |rng: &mut ChaCha8Rng| {
+            rng.random_range(self.restart_delay_ms[0]..=self.restart_delay_ms[1]) * 1_000
+        };
+        if let Some(n) = &self.network {
+            let candidates: Vec<NodeId> = (0..nodes as u32)
+                .map(NodeId)
+                .filter(|id| n.reclaimers || !fleet.is_reclaimer(*id))
+                .collect();
+            for (at_us, duration_us) in poisson_times(
+                &mut sched_rng,
+                partitions_per_minute,
+                n.partition_ms,
+                phase_us,
+            ) {
+                let node = candidates[sched_rng.random_range(0..candidates.len())];
+                let link = if fleet.is_reclaimer(node) || sched_rng.random_bool(0.5) {
+                    Link::Store
+                } else {
+                    Link::Services
+                };
+                let direction = if sched_rng.random_bool(n.one_way_share) {
+                    if sched_rng.random_bool(0.5) {
+                        Direction::Outbound
+                    } else {
+                        Direction::Inbound
+                    }
+                } else {
+                    Direction::Both
+                };
+                scheduled.push(Fault::Partition {
+                    at_us,
+                    node,
+                    link,
+                    direction,
+                    duration_us,
+                });
+            }
+        }
+        if let Some(s) = &self.store {
+            for (at_us, duration_us) in
+                poisson_times(&mut sched_rng, outages_per_minute, s.outage_ms, phase_us)
+            {
+                let mode = if sched_rng.random_bool(s.timeout_share) {
+                    OutageMode::Timeout
+                } else {
+                    OutageMode::Fail
+                };
+                scheduled.push(Fault::StoreOutage {
+                    at_us,
+                    duration_us,
+                    mode,
+                });
+            }
+        }
+        if let Some(r) = &self.restarts {
+            if let Some(at) = r.rolling_deploy_at_ms {
+                let o = on(&mut swarm);
+                let start_ms = sched_rng.random_range(at[0]..=at[1]);
+                if o {
+                    mix.rolling_deploy_at_ms = Some(start_ms);
+                    for w in 0..fleet.workers {
+                        let at_us = (start_ms + w as u64 * r.rolling_interval_ms) * 1_000;
+                        if at_us < phase_us {
+                            // Pods of a deploy come back quickly.
+                            scheduled.push(Fault::CrashAt {
+                                at_us,
+                                node: NodeId(w),
+                                restart_after_us: self.restart_delay_ms[0] * 1_000,
+                            });
+                        }
+                    }
+                }
+            }
+            if let Some(at) = r.mass_failure_at_ms {
+                let o = on(&mut swarm);
+                let at_ms = sched_rng.random_range(at[0]..=at[1]);
+                let mut workers: Vec<u32> = (0..fleet.workers).collect();
+                // Fisher-Yates on our own stream: who dies is part of the seed.
+                for i in (1..workers.len()).rev() {
+                    let j = sched_rng.random_range(0..=i);
+                    workers.swap(i, j);
+                }
+                let dying = ((fleet.workers as f64 * r.mass_failure_share).ceil() as usize)
+                    .min(workers.len());
+                if o {
+                    mix.mass_failure_at_ms = Some(at_ms);
+                    for &w in &workers[..dying] {
+                        scheduled.push(Fault::CrashAt {
+                            at_us: at_ms * 1_000,
+                            node: NodeId(w),
+                            restart_after_us: restart_us(&mut sched_rng),
+                        });
+                    }
+                }
+            }
+        }
+        for f in &self.scheduled {
+            let named = |node: &str| fleet.node_named(node).expect("validated");
+            let clip = |at_ms: u64, duration_ms: u64| {
+                duration_ms.min(self.fault_phase_ms - at_ms).max(1) * 1_000
+            };
+            scheduled.push(match f {
+                ScheduledFault::Crash { at_ms, node } => Fault::CrashAt {
+                    at_us: at_ms * 1_000,
+                    node: named(node),
+                    restart_after_us: restart_us(&mut sched_rng),
+                },
+                ScheduledFault::Pause {
+                    at_ms,
+                    node,
+                    duration_ms,
+                } => Fault::PauseAt {
+                    at_us: at_ms * 1_000,
+                    node: named(node),
+                    duration_us: clip(*at_ms, *duration_ms),
+                },
+                ScheduledFault::Partition {
+                    at_ms,
+                    node,
+                    link,
+                    direction,
+                    duration_ms,
+                } => Fault::Partition {
+                    at_us: at_ms * 1_000,
+                    node: named(node),
+                    link: *link,
+                    direction: *direction,
+                    duration_us: clip(*at_ms, *duration_ms),
+                },
+                ScheduledFault::StoreOutage {
+                    at_ms,
+                    duration_ms,
+                    mode,
+                } => Fault::StoreOutage {
+                    at_us: at_ms * 1_000,
+                    duration_us: clip(*at_ms, *duration_ms),
+                    mode: *mode,
+                },
+            });
+        }
+        assert!(
+            scheduled.len() <= MAX_SCHEDULED_FAULTS,
+            "too many scheduled faults"
+        );
+        DrawnFaults {
+            mix,
+            rates,
+            scheduled,
+            clocks,
+            crash_reclaimers: self.crash.as_ref().is_some_and(|c| c.reclaimers),
+            pause_reclaimers: self.pause.as_ref().is_some_and(|p| p.reclaimers),
+        }
+    }
+}
+
+fn leg_index(leg: leasehold_sim::Leg) -> usize {
+    leg.index()
+}
+
+/// Start times (and durations) of events at `per_minute` on average during
+/// `[0, phase_us)`, each clipped to end by the end of the phase.
+fn poisson_times(
+    rng: &mut ChaCha8Rng,
+    per_minute: f64,
+    duration_ms: Range<u64>,
+    phase_us: u64,
+) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    if per_minute <= 0.0 {
+        return out;
+    }
+    let mean_gap_us = 60_000_000.0 / per_minute;
+    let mut t_us = 0u64;
+    while out.len() < MAX_SCHEDULED_FAULTS {
+        // Uniform gaps around the mean; no transcendental maths, so the
+        // schedule is bit-identical on every platform.
+        t_us += rng.random_range(0..=(2.0 * mean_gap_us) as u64) + 1;
+        if t_us >= phase_us {
+            break;
+        }
+        let d_us = rng.random_range(duration_ms[0]..=duration_ms[1]) * 1_000;
+        out.push((t_us, d_us.min(phase_us - t_us).max(1)));
+    }
+    out
+}
