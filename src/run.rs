@@ -121,7 +121,7 @@ impl Observer<DocKey, DocValue, LeaseEvent> for RunObserver<'_, '_> {
 pub fn liveness_bound(scn: &ValidScenario) -> LivenessBound {
     let s = &scn.scenario;
     let p = &s.protocol;
-    let steps = s.tasks.steps.len() as u64;
+    let steps = s.tasks.steps_per_task() as u64;
     LivenessBound {
         detect_ms: p.heartbeat_interval_ms
             + p.lease_timeout_ms
@@ -308,7 +308,7 @@ fn simulate_inner(
         });
     }
     let arrivals = arrivals_ms(scn, seed);
-    let steps_total = s.tasks.steps.len() as u32;
+    let steps_total = s.tasks.steps_per_task();
     for (i, at_ms) in arrivals.iter().enumerate() {
         let task = TaskId(i as u32);
         let doc = TaskDoc::new_pending(steps_total);
@@ -329,6 +329,11 @@ fn simulate_inner(
         last_arrival_ms: arrivals.last().copied().unwrap_or(0),
         liveness: bound,
         service_names: scn.services.iter().map(|svc| svc.name.clone()).collect(),
+        step_names: scn
+            .step_services
+            .iter()
+            .map(|id| scn.services[id.0 as usize].name.clone())
+            .collect(),
         grace_ms: bound.detect_ms,
     };
     let mut observer = RunObserver {

@@ -29,6 +29,10 @@ pub struct Scenario {
     pub faults: FaultsSection,
     #[serde(default)]
     pub limits: LimitsSection,
+    /// Invariants this scenario is *expected* to violate even with the correct
+    /// protocol: it demonstrates a guarantee no lease protocol can give.
+    #[serde(default)]
+    pub expected_violations: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -77,6 +81,21 @@ pub struct TasksSection {
     pub arrival_window_ms: u64,
     /// Service name of each step, in order.
     pub steps: Vec<String>,
+    /// The step list runs this many times per task (an email campaign is 50
+    /// batches through one mailer). Default 1.
+    #[serde(default = "one")]
+    pub repeat_steps: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl TasksSection {
+    /// Steps per task, repeats included.
+    pub fn steps_per_task(&self) -> u32 {
+        self.steps.len() as u32 * self.repeat_steps
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -238,6 +257,20 @@ impl Scenario {
                 format!("needs between 1 and {MAX_STEPS} steps"),
             );
         }
+        if s.tasks.repeat_steps == 0 || s.tasks.steps_per_task() > MAX_STEPS {
+            return bad(
+                "tasks.repeat_steps",
+                format!("must be at least 1, with at most {MAX_STEPS} steps per task in all"),
+            );
+        }
+        for (i, name) in s.expected_violations.iter().enumerate() {
+            if leasehold_check::Invariant::from_name(name).is_none() {
+                return bad(
+                    format!("expected_violations[{i}]"),
+                    format!("\"{name}\" is not an invariant"),
+                );
+            }
+        }
         let mut step_services = Vec::new();
         for (i, name) in s.tasks.steps.iter().enumerate() {
             match s.services.iter().position(|svc| &svc.name == name) {
@@ -269,6 +302,10 @@ impl Scenario {
                 other => format!("protocol.{other}"),
             };
             return bad(field, e.message);
+        }
+        let one_round = step_services.clone();
+        for _ in 1..s.tasks.repeat_steps {
+            step_services.extend_from_slice(&one_round);
         }
         Ok(ValidScenario {
             scenario: self,

@@ -44,6 +44,8 @@ pub struct CheckConfig {
     pub liveness: LivenessBound,
     /// Service names, indexed by service id, for messages.
     pub service_names: Vec<String>,
+    /// Service name of each step, for messages.
+    pub step_names: Vec<String>,
     /// Keep watching this long after the last task is done, so a late write
     /// to a done task (a zombie, a blind re-queue) is still caught.
     pub grace_ms: u64,
@@ -255,6 +257,17 @@ impl LeaseChecker {
                         fmt_owner(new.owner),
                         b.epoch,
                         who
+                    ),
+                );
+            }
+            if new.steps_done < b.steps_done {
+                self.violate(
+                    Invariant::ExactlyOnceEffects,
+                    time_us,
+                    Some(task),
+                    format!(
+                        "task {} went from {} steps done back to {} (write by {}): done steps would run again",
+                        task.0, b.steps_done, new.steps_done, who
                     ),
                 );
             }
@@ -498,12 +511,7 @@ impl LeaseChecker {
             }
         }
         for (task, step, doc) in unapplied {
-            let service = self
-                .cfg
-                .service_names
-                .get(step % self.cfg.service_names.len().max(1))
-                .cloned()
-                .unwrap_or_default();
+            let service = self.cfg.step_names.get(step).cloned().unwrap_or_default();
             self.violate(
                 Invariant::ExactlyOnceEffects,
                 end_us,

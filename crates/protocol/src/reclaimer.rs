@@ -14,7 +14,7 @@
 //! scan picks up again.
 
 use crate::config::ProtocolConfig;
-use crate::docs::{DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskState};
+use crate::docs::{DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId, TaskState};
 use crate::events::LeaseEvent;
 use crate::outbox::Outbox;
 use crate::variant::Variant;
@@ -30,10 +30,28 @@ const MAX_LIST_ROUNDS: u32 = 64;
 #[derive(Clone, Copy, Debug)]
 enum Purpose {
     ScanMembers,
-    MarkDead { owner: Owner },
-    ListOwned { owner: Owner },
-    Requeue { owner: Owner },
-    DeleteMember { owner: Owner },
+    MarkDead {
+        owner: Owner,
+    },
+    ListOwned {
+        owner: Owner,
+    },
+    Requeue {
+        owner: Owner,
+    },
+    DeleteMember {
+        owner: Owner,
+    },
+    /// A page of the whole ownership index, looking for orphans.
+    SweepOwned,
+    /// Is the owner of a task listed in the ownership index still registered?
+    CheckOwner {
+        owner: Owner,
+        task: TaskId,
+        version: Version,
+        doc: TaskDoc,
+    },
+    RequeueOrphan,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -58,6 +76,8 @@ pub struct Reclaimer {
     scan_started_at: Instant,
     scan_in_flight: bool,
     seen_this_scan: BTreeSet<Owner>,
+    /// Owners whose documents were Alive in the last complete scan.
+    alive: BTreeSet<Owner>,
     observed: BTreeMap<Owner, Observation>,
     marking: BTreeSet<Owner>,
     jobs: BTreeMap<Owner, Job>,
@@ -76,6 +96,7 @@ impl Reclaimer {
             scan_started_at: Instant::ZERO,
             scan_in_flight: false,
             seen_this_scan: BTreeSet::new(),
+            alive: BTreeSet::new(),
             observed: BTreeMap::new(),
             marking: BTreeSet::new(),
             jobs: BTreeMap::new(),
@@ -153,7 +174,8 @@ impl Reclaimer {
     fn on_timeout(&mut self, _now: Instant, purpose: Purpose) {
         match purpose {
             // Every step is re-derived from the store at the next scan.
-            Purpose::ScanMembers => self.finish_scan(),
+            Purpose::ScanMembers | Purpose::SweepOwned => self.finish_scan(),
+            Purpose::CheckOwner { .. } | Purpose::RequeueOrphan => {}
             Purpose::MarkDead { owner } => {
                 self.marking.remove(&owner);
             }
@@ -184,7 +206,8 @@ impl Reclaimer {
                             // memory follows the live fleet.
                             let seen = std::mem::take(&mut self.seen_this_scan);
                             self.observed.retain(|o, _| seen.contains(o));
-                            self.finish_scan();
+                            self.alive = self.observed.keys().copied().collect();
+                            self.sweep_owned(now, DocKey::owned_range(Owner::MIN).0);
                         }
                     }
                 }
@@ -221,7 +244,133 @@ impl Reclaimer {
                     self.out.event(LeaseEvent::ReclaimFinished { owner });
                 }
             }
+            Purpose::SweepOwned => match reply {
+                StoreReply::Scanned { docs, more } => {
+                    for doc in &docs {
+                        self.consider_owned(now, doc);
+                    }
+                    match (more, docs.last().map(|d| d.key)) {
+                        (true, Some(DocKey::Task { task })) => {
+                            let owner = docs
+                                .last()
+                                .and_then(|d| d.value.as_task())
+                                .and_then(|t| t.owner)
+                                .expect("the ownership index lists owned tasks");
+                            let next = DocKey::OwnedIdx {
+                                owner,
+                                task: TaskId(task.0 + 1),
+                            };
+                            self.sweep_owned(now, next);
+                        }
+                        _ => self.finish_scan(),
+                    }
+                }
+                _ => self.finish_scan(),
+            },
+            Purpose::CheckOwner {
+                owner,
+                task,
+                version,
+                doc,
+            } => {
+                // Registration happens before any claim, so a claim whose
+                // owner has no document left belongs to a reclaimed (deleted)
+                // incarnation: its claim landed late, after the reclaim.
+                if let StoreReply::Got { doc: None } = reply {
+                    let op = self.requeue_op(task, version, &doc);
+                    self.out.event(LeaseEvent::Requeued {
+                        task,
+                        from: owner,
+                        epoch: op.1,
+                    });
+                    self.out
+                        .store(op.0, Purpose::RequeueOrphan, self.deadline(now));
+                }
+            }
+            Purpose::RequeueOrphan => {}
         }
+    }
+
+    /// Sweep the whole ownership index (which holds only running tasks, so it
+    /// grows with the fleet's capacity, not with the workload) for tasks
+    /// whose owner is no longer registered.
+    fn sweep_owned(&mut self, now: Instant, start: DocKey) {
+        let op = StoreRequest::ScanIndex {
+            start,
+            end: DocKey::owned_range(Owner {
+                worker: u32::MAX,
+                incarnation: u32::MAX,
+            })
+            .1,
+            limit: self.cfg.scan_page_size,
+        };
+        self.out.store(op, Purpose::SweepOwned, self.deadline(now));
+    }
+
+    fn consider_owned(&mut self, now: Instant, doc: &Document<DocKey, DocValue>) {
+        let (DocKey::Task { task }, Some(t)) = (doc.key, doc.value.as_task()) else {
+            return;
+        };
+        let Some(owner) = t.owner else {
+            return;
+        };
+        if t.state != TaskState::Running
+            || self.alive.contains(&owner)
+            || self.jobs.contains_key(&owner)
+        {
+            return;
+        }
+        let purpose = Purpose::CheckOwner {
+            owner,
+            task,
+            version: doc.version,
+            doc: *t,
+        };
+        self.out.store(
+            StoreRequest::Get {
+                key: DocKey::Member { owner },
+            },
+            purpose,
+            self.deadline(now),
+        );
+    }
+
+    /// The write that puts a running task back in the queue, re-checking that
+    /// it is still exactly as listed, and its new epoch.
+    fn requeue_op(
+        &self,
+        task: TaskId,
+        version: Version,
+        t: &TaskDoc,
+    ) -> (StoreRequest<DocKey, DocValue>, u64) {
+        let epoch = if self.cfg.variant == Variant::ReclaimWithoutEpochBump {
+            t.epoch
+        } else {
+            t.epoch + 1
+        };
+        let requeued = TaskDoc {
+            state: TaskState::Pending,
+            owner: None,
+            epoch,
+            ..*t
+        };
+        let index = requeued.index_key(task);
+        let key = DocKey::Task { task };
+        let op = if self.cfg.variant == Variant::ReclaimById {
+            StoreRequest::PutUnconditional {
+                key,
+                value: DocValue::Task(requeued),
+                index,
+            }
+        } else {
+            StoreRequest::PutIfVersion {
+                key,
+                expected: version,
+                value: DocValue::Task(requeued),
+                index,
+            }
+        };
+        (op, epoch)
     }
 
     fn consider_member(&mut self, now: Instant, doc: &Document<DocKey, DocValue>) {
@@ -323,32 +472,7 @@ impl Reclaimer {
             if t.state != TaskState::Running || t.owner != Some(owner) {
                 continue;
             }
-            let epoch = if self.cfg.variant == Variant::ReclaimWithoutEpochBump {
-                t.epoch
-            } else {
-                t.epoch + 1
-            };
-            let requeued = TaskDoc {
-                state: TaskState::Pending,
-                owner: None,
-                epoch,
-                ..*t
-            };
-            let index = requeued.index_key(task);
-            let op = if self.cfg.variant == Variant::ReclaimById {
-                StoreRequest::PutUnconditional {
-                    key: doc.key,
-                    value: DocValue::Task(requeued),
-                    index,
-                }
-            } else {
-                StoreRequest::PutIfVersion {
-                    key: doc.key,
-                    expected: doc.version,
-                    value: DocValue::Task(requeued),
-                    index,
-                }
-            };
+            let (op, epoch) = self.requeue_op(task, doc.version, t);
             self.out.event(LeaseEvent::Requeued {
                 task,
                 from: owner,
