@@ -3,7 +3,9 @@
 //! simulator (`leasehold-sim`), attaches the checkers (`leasehold-check`), and
 //! provides the CLI's commands.
 
+pub mod catalogue;
 pub mod fault_model;
+pub mod hunt;
 pub mod lease_node;
 pub mod panic_capture;
 pub mod run;

@@ -66,6 +66,38 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the shipped scenarios with the story each one tells.
+    Scenarios {
+        /// Directory holding scenario files.
+        #[arg(long, default_value = "scenarios")]
+        dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// For each planted bug, sweep scenarios until it is caught; `correct`
+    /// must survive the whole budget on every scenario.
+    Hunt {
+        /// `all` or a comma-separated list of variant names.
+        #[arg(long, default_value = "all")]
+        variants: String,
+        /// `all` (every scenario in --dir that is not a designed failure) or
+        /// a comma-separated list of scenario names.
+        #[arg(long, default_value = "all")]
+        scenarios: String,
+        #[arg(long, default_value = "scenarios")]
+        dir: PathBuf,
+        /// Seeds per scenario.
+        #[arg(long, default_value_t = 200)]
+        budget: u64,
+        /// Threads (each run stays single-threaded); default: every core.
+        #[arg(long)]
+        jobs: Option<usize>,
+        #[arg(long)]
+        json: bool,
+        /// Also write the kill table as Markdown to FILE.
+        #[arg(long, value_name = "FILE")]
+        markdown: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -103,6 +135,25 @@ fn main() -> ExitCode {
         } => commands::sweep::sweep(&scenario, &seeds, &variant, json, check_determinism),
         Command::Replay { file, json } => commands::replay::replay(&file, json),
         Command::Variants { json } => commands::variants::variants(json),
+        Command::Scenarios { dir, json } => commands::scenarios::scenarios(&dir, json),
+        Command::Hunt {
+            variants,
+            scenarios,
+            dir,
+            budget,
+            jobs,
+            json,
+            markdown,
+        } => commands::hunt::run(commands::hunt::HuntArgs {
+            variants: &variants,
+            scenarios: &scenarios,
+            dir: &dir,
+            budget,
+            jobs: jobs
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+            json,
+            markdown: markdown.as_deref(),
+        }),
     };
     ExitCode::from(code)
 }

@@ -54,6 +54,14 @@ pub struct ProtocolSection {
     pub effect_timeout_ms: u64,
     pub retry_backoff_ms: u64,
     pub scan_page_size: u32,
+    /// The lease a reclaimer assumes for a document that names none (only a
+    /// planted bug ever uses it). Default 15000.
+    #[serde(default = "default_lease_timeout_ms")]
+    pub default_lease_timeout_ms: u64,
+}
+
+fn default_lease_timeout_ms() -> u64 {
+    15_000
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -324,6 +332,7 @@ impl Scenario {
         ProtocolConfig {
             heartbeat_interval_ms: p.heartbeat_interval_ms,
             lease_timeout_ms: p.lease_timeout_ms,
+            default_lease_timeout_ms: p.default_lease_timeout_ms,
             scan_interval_ms: p.scan_interval_ms,
             poll_interval_ms: p.poll_interval_ms,
             store_timeout_ms: p.store_timeout_ms,

@@ -1,5 +1,7 @@
+pub mod hunt;
 pub mod replay;
 pub mod run;
+pub mod scenarios;
 pub mod sweep;
 pub mod variants;
 

@@ -11,6 +11,9 @@ pub struct ProtocolConfig {
     /// A reclaimer declares a worker dead once its heartbeat document's version
     /// has not changed for this long on the reclaimer's own clock.
     pub lease_timeout_ms: u64,
+    /// The lease a reclaimer would assume if a heartbeat document named none.
+    /// Correct reclaimers always use the holder's recorded lease instead.
+    pub default_lease_timeout_ms: u64,
     /// A reclaimer scans heartbeat documents this often.
     pub scan_interval_ms: u64,
     /// An idle worker looks for pending tasks this often.

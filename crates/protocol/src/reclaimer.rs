@@ -80,6 +80,9 @@ pub struct Reclaimer {
     alive: BTreeSet<Owner>,
     observed: BTreeMap<Owner, Observation>,
     marking: BTreeSet<Owner>,
+    /// Owners this incarnation declared dead (only the planted bug
+    /// `skip-dead-on-restart` looks at it).
+    declared_by_me: BTreeSet<Owner>,
     jobs: BTreeMap<Owner, Job>,
     out: Outbox<Purpose>,
     wall_ms: u64,
@@ -99,6 +102,7 @@ impl Reclaimer {
             alive: BTreeSet::new(),
             observed: BTreeMap::new(),
             marking: BTreeSet::new(),
+            declared_by_me: BTreeSet::new(),
             jobs: BTreeMap::new(),
             out: Outbox::new(),
             wall_ms: 0,
@@ -190,6 +194,8 @@ impl Reclaimer {
         match purpose {
             Purpose::ScanMembers => match reply {
                 StoreReply::Scanned { docs, more } => {
+                    // Planted bug `scan-first-page-only`: never page on.
+                    let more = more && self.cfg.variant != Variant::ScanFirstPageOnly;
                     let last = docs.last().map(|d| d.key);
                     for doc in &docs {
                         self.consider_member(now, doc);
@@ -217,6 +223,7 @@ impl Reclaimer {
                 self.marking.remove(&owner);
                 if let StoreReply::Written { version } = reply {
                     self.out.event(LeaseEvent::DeclaredDead { owner });
+                    self.declared_by_me.insert(owner);
                     // A scan may have seen the Dead document (and started
                     // the job) before this acknowledgement arrived.
                     if !self.jobs.contains_key(&owner) {
@@ -380,7 +387,11 @@ impl Reclaimer {
         self.seen_this_scan.insert(owner);
         match member.status {
             MemberStatus::Dead => {
-                if !self.jobs.contains_key(&owner) {
+                // Planted bug `skip-dead-on-restart`: only act on deaths this
+                // incarnation declared itself.
+                let skip = self.cfg.variant == Variant::SkipDeadOnRestart
+                    && !self.declared_by_me.contains(&owner);
+                if !skip && !self.jobs.contains_key(&owner) {
                     self.start_job(now, owner, doc.version);
                 }
             }
@@ -396,8 +407,18 @@ impl Reclaimer {
                     };
                     return;
                 }
-                let quiet_us = now.saturating_us_since(obs.since);
-                if quiet_us >= member.lease_timeout_ms * 1_000 && !self.marking.contains(&owner) {
+                let lease_timeout_ms = if self.cfg.variant == Variant::ReclaimerOwnTtl {
+                    self.cfg.default_lease_timeout_ms // planted bug: ours, not theirs
+                } else {
+                    member.lease_timeout_ms
+                };
+                let expired = if self.cfg.variant == Variant::WallClockStaleness {
+                    // Planted bug: another node's wall-clock stamp against ours.
+                    self.wall_ms.saturating_sub(member.written_at_ms) >= lease_timeout_ms
+                } else {
+                    now.saturating_us_since(obs.since) >= lease_timeout_ms * 1_000
+                };
+                if expired && !self.marking.contains(&owner) {
                     self.mark_dead(now, owner, doc.version, *member);
                 }
             }

@@ -15,6 +15,15 @@ pub enum Variant {
     ProgressBeforeEffect,
     ReclaimOnlyAtStartup,
     NoSelfFencing,
+    WallClockStaleness,
+    ReclaimerOwnTtl,
+    CompletionWithoutEpochCheck,
+    NoStepDeadline,
+    SkipDeadOnRestart,
+    ScanFirstPageOnly,
+    ReusedIdentity,
+    ClaimAckLost,
+    FailedEffectCountedDone,
 }
 
 pub struct VariantInfo {
@@ -72,6 +81,60 @@ const CATALOGUE: &[VariantInfo] = &[
         name: "no-self-fencing",
         description: "a worker keeps working after its heartbeats stopped landing past its lease",
         mirrors: "workers that keep going after losing their lease (Curator CURATOR-206, etcd #11456)",
+    },
+    VariantInfo {
+        variant: Variant::WallClockStaleness,
+        name: "wall-clock-staleness",
+        description: "the reclaimer judges a worker stale by comparing the wall-clock stamp it wrote with the reclaimer's own wall clock",
+        mirrors: "River's rescuer comparing a DB-clock attempted_at with the host clock; clock skew reclaims live workers",
+    },
+    VariantInfo {
+        variant: Variant::ReclaimerOwnTtl,
+        name: "reclaimer-own-ttl",
+        description: "the reclaimer applies its own default lease timeout instead of the one the holder recorded",
+        mirrors: "Kubernetes #47671: the lease duration of the observer, not the holder, decides expiry",
+    },
+    VariantInfo {
+        variant: Variant::CompletionWithoutEpochCheck,
+        name: "completion-without-epoch-check",
+        description: "completes a task after checking only that it is still running, not that it is still ours at our epoch",
+        mirrors: "ABA on `state = running`: a zombie finishes a run that was re-claimed meanwhile",
+    },
+    VariantInfo {
+        variant: Variant::NoStepDeadline,
+        name: "no-step-deadline",
+        description: "waits for a step's effect forever: the heartbeat stays alive while the task is wedged",
+        mirrors: "worker-level heartbeats say alive while the task thread hangs (no per-task deadline)",
+    },
+    VariantInfo {
+        variant: Variant::SkipDeadOnRestart,
+        name: "skip-dead-on-restart",
+        description: "the reclaimer only re-queues for workers it saw go from alive to dead itself; a reclaimer restarted mid-reclaim ignores documents already marked dead",
+        mirrors: "reclaimer dies after marking a worker dead but before re-queueing; on restart it only looks at live-to-dead transitions",
+    },
+    VariantInfo {
+        variant: Variant::ScanFirstPageOnly,
+        name: "scan-first-page-only",
+        description: "the reclaimer's scan of heartbeat documents stops after its first page and starts over next time",
+        mirrors: "River PR #1318: scan pagination that stops early strands everything after the first batch",
+    },
+    VariantInfo {
+        variant: Variant::ReusedIdentity,
+        name: "reused-identity",
+        description: "a restarted worker takes over its previous incarnation's identity and heartbeat document",
+        mirrors: "Oban #862: a worker identity reused across restarts; the new heartbeat hides the old incarnation's tasks",
+    },
+    VariantInfo {
+        variant: Variant::ClaimAckLost,
+        name: "claim-ack-lost",
+        description: "a claim whose acknowledgement is lost is given up without checking whether it landed",
+        mirrors: "ZooKeeper lock recipe: without a GUID in the node name a retry cannot recognise its own earlier claim",
+    },
+    VariantInfo {
+        variant: Variant::FailedEffectCountedDone,
+        name: "failed-effect-counted-done",
+        description: "treats a failed effect call as done and records the step",
+        mirrors: "error handling that logs and moves on: the step is marked done but never happened",
     },
 ];
 

@@ -29,13 +29,36 @@ enum Phase {
 
 #[derive(Clone, Copy, Debug)]
 enum Purpose {
-    Register { sent_at: Instant },
-    Heartbeat { sent_at: Instant, beats: u64 },
+    Register {
+        sent_at: Instant,
+    },
+    Heartbeat {
+        sent_at: Instant,
+        beats: u64,
+    },
     Poll,
-    Claim { task: TaskId, claimed: TaskDoc },
-    ClaimCheck { task: TaskId },
-    Effect { task: TaskId, epoch: u64, step: u32 },
-    Progress { task: TaskId, epoch: u64, step: u32 },
+    Claim {
+        task: TaskId,
+        claimed: TaskDoc,
+    },
+    ClaimCheck {
+        task: TaskId,
+    },
+    Effect {
+        task: TaskId,
+        epoch: u64,
+        step: u32,
+    },
+    Progress {
+        task: TaskId,
+        epoch: u64,
+        step: u32,
+    },
+    /// Planted bug `completion-without-epoch-check`: the read before completing.
+    CompletionCheck {
+        task: TaskId,
+        doc: TaskDoc,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,6 +120,15 @@ impl Worker {
     pub fn new(cfg: Arc<ProtocolConfig>, me: Owner) -> Worker {
         debug_assert!(cfg.validate().is_ok());
         assert!(me.incarnation > 0, "incarnations start at 1");
+        let me = if cfg.variant == Variant::ReusedIdentity {
+            // Planted bug: every incarnation calls itself the first one.
+            Owner {
+                incarnation: 1,
+                ..me
+            }
+        } else {
+            me
+        };
         Worker {
             cfg,
             me,
@@ -364,6 +396,11 @@ impl Worker {
                 self.next_heartbeat_at = now;
             }
             Purpose::Poll => self.poll_later(now),
+            Purpose::Claim { task, .. } if self.variant() == Variant::ClaimAckLost => {
+                // Planted bug: assume a claim without an answer failed.
+                self.doubtful.remove(&task);
+                self.poll_later(now);
+            }
             Purpose::Claim { task, .. } => {
                 // Did our claim land? Ask rather than guess: a lost (or merely
                 // slow) claim must not strand a task we own while we live.
@@ -385,6 +422,11 @@ impl Worker {
                     && run.wait == Wait::Effect
                 {
                     run.wait = Wait::RetryEffectAt(now);
+                }
+            }
+            Purpose::CompletionCheck { task, .. } => {
+                if let Some(run) = self.runs.get_mut(&task) {
+                    run.wait = Wait::RetryProgressAt(now);
                 }
             }
             Purpose::Progress { task, epoch, step } => {
@@ -420,6 +462,9 @@ impl Worker {
             Purpose::Progress { task, epoch, step } => {
                 self.on_progress_reply(now, task, epoch, step, reply)
             }
+            Purpose::CompletionCheck { task, doc } => {
+                self.on_completion_check(now, task, doc, reply)
+            }
             Purpose::Effect { .. } => unreachable!("effects get effect replies"),
         }
     }
@@ -437,7 +482,9 @@ impl Worker {
             StoreReply::Conflict {
                 current: Some(Document { version, value, .. }),
             } if value.as_member().is_some_and(|m| {
-                m.owner == self.me && m.status == MemberStatus::Alive && m.beats == 0
+                m.owner == self.me
+                    && m.status == MemberStatus::Alive
+                    && (m.beats == 0 || self.variant() == Variant::ReusedIdentity)
             }) =>
             {
                 // Any earlier attempt may be the one that landed.
@@ -606,7 +653,8 @@ impl Worker {
             }
             // Our claim landed earlier but the acknowledgement was lost.
             StoreReply::Conflict { current: Some(doc) }
-                if self.my_claim(&doc, claimed.epoch).is_some() =>
+                if self.my_claim(&doc, claimed.epoch).is_some()
+                    && self.variant() != Variant::ClaimAckLost =>
             {
                 self.claim_retries = 0;
                 let mine = self.my_claim(&doc, claimed.epoch).expect("checked");
@@ -690,7 +738,11 @@ impl Worker {
             epoch: run.epoch,
             step: run.step,
         };
-        let deadline = now.plus_ms(self.cfg.effect_timeout_ms);
+        let deadline = if self.variant() == Variant::NoStepDeadline {
+            Instant::from_micros(u64::MAX) // wait for the reply forever
+        } else {
+            now.plus_ms(self.cfg.effect_timeout_ms)
+        };
         self.out.effect(call, purpose, deadline);
     }
 
@@ -713,19 +765,69 @@ impl Worker {
             steps_done,
             steps_total: run.steps_total,
         };
-        let op = StoreRequest::PutIfVersion {
-            key: DocKey::Task { task },
-            expected: run.version,
-            value: DocValue::Task(doc),
-            index: doc.index_key(task),
-        };
         let purpose = Purpose::Progress {
             task,
             epoch: run.epoch,
             step: run.step,
         };
         let deadline = now.plus_ms(self.cfg.store_timeout_ms);
+        if state == TaskState::Done && self.cfg.variant == Variant::CompletionWithoutEpochCheck {
+            // Read the task and complete it if it is still running, whoever
+            // runs it now.
+            let op = StoreRequest::Get {
+                key: DocKey::Task { task },
+            };
+            self.out
+                .store(op, Purpose::CompletionCheck { task, doc }, deadline);
+            return;
+        }
+        let op = StoreRequest::PutIfVersion {
+            key: DocKey::Task { task },
+            expected: run.version,
+            value: DocValue::Task(doc),
+            index: doc.index_key(task),
+        };
         self.out.store(op, purpose, deadline);
+    }
+
+    fn on_completion_check(
+        &mut self,
+        now: Instant,
+        task: TaskId,
+        doc: TaskDoc,
+        reply: StoreReply<DocKey, DocValue>,
+    ) {
+        let Some(run) = self.runs.get(&task).copied() else {
+            return;
+        };
+        match reply {
+            StoreReply::Got { doc: Some(current) }
+                if current
+                    .value
+                    .as_task()
+                    .is_some_and(|t| t.state == TaskState::Running) =>
+            {
+                // `running` was checked here, by us; the write itself checks
+                // nothing (read-check-write, the ABA window).
+                let op = StoreRequest::PutUnconditional {
+                    key: DocKey::Task { task },
+                    value: DocValue::Task(doc),
+                    index: doc.index_key(task),
+                };
+                let purpose = Purpose::Progress {
+                    task,
+                    epoch: run.epoch,
+                    step: run.step,
+                };
+                self.out
+                    .store(op, purpose, now.plus_ms(self.cfg.store_timeout_ms));
+            }
+            StoreReply::Got { .. } => self.abandon(task),
+            _ => {
+                let run = self.runs.get_mut(&task).expect("checked");
+                run.wait = Wait::RetryProgressAt(now.plus_ms(self.cfg.retry_backoff_ms));
+            }
+        }
     }
 
     fn abandon(&mut self, task: TaskId) {
@@ -754,6 +856,12 @@ impl Worker {
         if !self.current_run(task, epoch, step, Wait::Effect) {
             return; // a reply for work we already gave up
         }
+        let reply = match reply {
+            EffectReply::Failed if self.variant() == Variant::FailedEffectCountedDone => {
+                EffectReply::Applied
+            }
+            other => other,
+        };
         match reply {
             EffectReply::Applied | EffectReply::Deduplicated => {
                 if self.variant() == Variant::ProgressBeforeEffect {

@@ -1,0 +1,203 @@
+use super::{EXIT_OK, EXIT_VIOLATION, bad_input, parse_variant, replay_command};
+use leasehold::Scenario;
+use leasehold::hunt::{HuntResult, HuntScenario, hunt};
+use leasehold_protocol::Variant;
+use std::path::Path;
+use std::time::Instant;
+
+pub struct HuntArgs<'a> {
+    pub variants: &'a str,
+    pub scenarios: &'a str,
+    pub dir: &'a Path,
+    pub budget: u64,
+    pub jobs: usize,
+    pub json: bool,
+    pub markdown: Option<&'a Path>,
+}
+
+pub fn run(args: HuntArgs<'_>) -> u8 {
+    if args.budget == 0 {
+        return bad_input("--budget: must be at least 1 seed");
+    }
+    if args.jobs == 0 {
+        return bad_input("--jobs: must be at least 1");
+    }
+    let variants: Vec<Variant> = if args.variants == "all" {
+        Variant::all().collect()
+    } else {
+        let mut list = Vec::new();
+        for name in args.variants.split(',') {
+            match parse_variant(name.trim()) {
+                Ok(v) => list.push(v),
+                Err(code) => return code,
+            }
+        }
+        list
+    };
+    let files = match leasehold::catalogue::scenario_files(args.dir) {
+        Ok(f) => f,
+        Err(e) => return bad_input(e),
+    };
+    let mut all = Vec::new();
+    for file in files {
+        match Scenario::load(&file) {
+            Ok(scenario) => all.push(HuntScenario { file, scenario }),
+            Err(e) => return bad_input(format!("scenario {}: {e}", file.display())),
+        }
+    }
+    let scenarios: Vec<HuntScenario> = if args.scenarios == "all" {
+        // Scenarios that demonstrate an impossibility fail by design: they
+        // would "catch" every variant and prove nothing.
+        all.into_iter()
+            .filter(|s| s.scenario.scenario.expected_violations.is_empty())
+            .collect()
+    } else {
+        let mut picked = Vec::new();
+        for name in args.scenarios.split(',').map(str::trim) {
+            match all.iter().find(|s| s.scenario.name() == name) {
+                Some(s) => picked.push(s.clone()),
+                None => {
+                    let known: Vec<&str> = all.iter().map(|s| s.scenario.name()).collect();
+                    return bad_input(format!(
+                        "--scenarios: unknown scenario \"{name}\"; known: {}",
+                        known.join(", ")
+                    ));
+                }
+            }
+        }
+        picked
+    };
+    if scenarios.is_empty() {
+        return bad_input("--scenarios: no scenario left to hunt with");
+    }
+    let started = Instant::now();
+    let results = hunt(&scenarios, &variants, args.budget, args.jobs);
+    let elapsed_s = started.elapsed().as_secs_f64();
+    let runs: u64 = results.iter().map(|r| r.runs).sum();
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({ "variants": results, "budget": args.budget, "runs": runs, "elapsed_s": elapsed_s })
+        );
+    } else {
+        print_table(&results);
+        println!(
+            "{} runs in {elapsed_s:.1} s ({:.1} runs/s), budget {} seeds per scenario, {} scenarios",
+            runs,
+            runs as f64 / elapsed_s.max(1e-9),
+            args.budget,
+            scenarios.len()
+        );
+    }
+    if let Some(path) = args.markdown
+        && let Err(e) = std::fs::write(path, markdown(&results, args.budget, scenarios.len()))
+    {
+        return bad_input(format!("--markdown {}: {e}", path.display()));
+    }
+    if results.iter().all(HuntResult::as_expected) {
+        EXIT_OK
+    } else {
+        for r in results.iter().filter(|r| !r.as_expected()) {
+            if r.caught {
+                println!(
+                    "FAILED: the correct protocol violated {} on {} seed {}",
+                    r.invariant.as_deref().unwrap_or("?"),
+                    r.scenario.as_deref().unwrap_or("?"),
+                    r.seed.unwrap_or(0)
+                );
+            } else {
+                println!(
+                    "ESCAPED: planted bug {} survived {} runs",
+                    r.variant, r.runs
+                );
+            }
+        }
+        EXIT_VIOLATION
+    }
+}
+
+fn replay_of(r: &HuntResult) -> String {
+    match (&r.scenario_file, r.seed, Variant::from_name(&r.variant)) {
+        (Some(file), Some(seed), Some(v)) => replay_command(file, seed, v),
+        _ => "-".to_string(),
+    }
+}
+
+fn print_table(results: &[HuntResult]) {
+    println!(
+        "{:<32} {:<7} {:>6}  {:<20} {:<22} replay",
+        "variant", "caught", "seeds", "scenario", "invariant"
+    );
+    for r in results {
+        let caught = match (r.variant == Variant::Correct.name(), r.caught) {
+            (true, false) => "clean",
+            (true, true) => "FAILED",
+            (false, true) => "yes",
+            (false, false) => "NO",
+        };
+        println!(
+            "{:<32} {:<7} {:>6}  {:<20} {:<22} {}",
+            r.variant,
+            caught,
+            r.seeds_to_detect
+                .map_or_else(|| r.runs.to_string(), |n| n.to_string()),
+            r.scenario.as_deref().unwrap_or("-"),
+            r.invariant.as_deref().unwrap_or("-"),
+            if r.caught { replay_of(r) } else { "-".into() }
+        );
+    }
+}
+
+fn markdown(results: &[HuntResult], budget: u64, scenarios: usize) -> String {
+    let mut out = String::new();
+    out.push_str("# Planted bugs and how fast leasehold catches them\n\n");
+    out.push_str(&format!(
+        "Generated by `leasehold hunt --budget {budget} --markdown docs/variants.md` over {scenarios} scenarios \
+         (round-robin: seed 1 on every scenario, then seed 2, ...). *Seeds* is the number of runs until the \
+         first failure. The `correct` row must stay clean for the whole budget on every scenario.\n\n"
+    ));
+    out.push_str(
+        "| variant | caught | seeds | scenario | invariant | seed |\n|---|---|---|---|---|---|\n",
+    );
+    for r in results {
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} |\n",
+            r.variant,
+            if r.variant == Variant::Correct.name() {
+                if r.caught { "FAILED" } else { "clean" }
+            } else if r.caught {
+                "yes"
+            } else {
+                "**no**"
+            },
+            r.seeds_to_detect
+                .map_or_else(|| format!("{} (all)", r.runs), |n| n.to_string()),
+            r.scenario.as_deref().unwrap_or("-"),
+            r.invariant
+                .as_deref()
+                .map_or("-".to_string(), |i| format!("`{i}`")),
+            r.seed.map_or("-".to_string(), |s| s.to_string()),
+        ));
+    }
+    let mut detected: Vec<u64> = results
+        .iter()
+        .filter(|r| r.variant != Variant::Correct.name())
+        .filter_map(|r| r.seeds_to_detect)
+        .collect();
+    detected.sort_unstable();
+    if !detected.is_empty() {
+        out.push_str(&format!(
+            "\nMedian seeds to detection: {}; worst: {}.\n",
+            detected[(detected.len() - 1) / 2],
+            detected.last().expect("non-empty")
+        ));
+    }
+    out.push_str("\n## What each variant teaches\n\n");
+    for info in Variant::catalogue() {
+        out.push_str(&format!(
+            "- **`{}`**: {}. Mirrors: {}.\n",
+            info.name, info.description, info.mirrors
+        ));
+    }
+    out
+}
