@@ -14,5 +14,5 @@ pub mod seeds;
 pub mod store_load;
 pub mod trace;
 
-pub use run::{LEASEHOLD_VERSION, RunOutcome, simulate};
+pub use run::{LEASEHOLD_VERSION, RunOutcome, simulate, simulate_with_plan};
 pub use scenario::{Scenario, ScenarioError, ValidScenario};

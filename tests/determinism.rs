@@ -5,11 +5,14 @@ mod common;
 use common::*;
 use leasehold_protocol::Variant;
 
+/// Every fault kind switched on at once (no swarm): 500 seeds, run twice.
 #[test]
-fn two_hundred_seeds_twice_give_identical_hashes() {
-    let scn = scenario("friday-rush");
-    let first = run_seeds(&scn, 1..=200, Variant::Correct);
-    let second = run_seeds(&scn, 1..=200, Variant::Correct);
+fn five_hundred_seeds_with_every_fault_on_twice_give_identical_hashes() {
+    let mut scn = scenario("friday-rush");
+    scn.scenario.faults.swarm = false;
+    let scn = scn.scenario.clone().validate(scn.source.clone()).unwrap();
+    let first = run_seeds(&scn, 1..=500, Variant::Correct);
+    let second = run_seeds(&scn, 1..=500, Variant::Correct);
     for (a, b) in first.iter().zip(&second) {
         assert_eq!(a.seed, b.seed);
         assert_eq!(
@@ -24,8 +27,16 @@ fn two_hundred_seeds_twice_give_identical_hashes() {
         first.iter().map(|o| o.trace_hash_hex()).collect();
     assert_eq!(
         distinct.len(),
-        200,
+        500,
         "different seeds must give different runs"
+    );
+    let failed = first
+        .iter()
+        .find(|o| !o.ok())
+        .map(|o| (o.seed, o.violations.first().cloned()));
+    assert!(
+        failed.is_none(),
+        "every fault on, correct protocol failed: {failed:?}"
     );
 }
 

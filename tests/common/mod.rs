@@ -58,3 +58,15 @@ pub fn first_firing(
         .map(|seed| simulate(scn, seed, variant, None))
         .find(|o| o.invariants.contains(&invariant))
 }
+
+/// Every shipped scenario, by name, in file-name order.
+pub fn all_scenarios() -> Vec<(String, ValidScenario)> {
+    leasehold::catalogue::scenario_files(&root().join("scenarios"))
+        .expect("scenarios/ exists")
+        .into_iter()
+        .map(|p| {
+            let s = Scenario::load(&p).expect("shipped scenarios are valid");
+            (s.name().to_string(), s)
+        })
+        .collect()
+}

@@ -98,6 +98,25 @@ impl ProtocolConfig {
         // times out, then a retry) before it would fence itself.
         let renew_ms =
             self.heartbeat_interval_ms + self.store_timeout_ms + 2 * self.max_network_delay_ms;
+        let without_drift = ProtocolConfig {
+            max_clock_drift_ppm: 0,
+            ..self.clone()
+        };
+        if self.self_fence_after_ms() <= renew_ms && without_drift.self_fence_after_ms() > renew_ms
+        {
+            return err(
+                "max_clock_drift_ppm",
+                format!(
+                    "a drift bound of {} ppm makes a {} ms lease unsafe: workers must stop {} ms early, leaving {} ms, \
+                     less than heartbeat_interval_ms + store_timeout_ms + 2 x max_network_delay_ms = {} ms",
+                    self.max_clock_drift_ppm,
+                    self.lease_timeout_ms,
+                    self.lease_timeout_ms - self.self_fence_after_ms(),
+                    self.self_fence_after_ms(),
+                    renew_ms
+                ),
+            );
+        }
         if self.self_fence_after_ms() <= renew_ms {
             return err(
                 "lease_timeout_ms",

@@ -1,0 +1,327 @@
+//! The command line as other tools see it: exit codes, JSON fields, and one
+//! clear message (never a panic) for every kind of bad input.
+
+mod common;
+use common::root;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn leasehold(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("the binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn temp(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("leasehold-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// friday-rush with one edit applied to its JSON.
+fn edited(name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> PathBuf {
+    let text = std::fs::read_to_string(root().join("scenarios/friday-rush.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    edit(&mut v);
+    temp(name, &serde_json::to_string_pretty(&v).unwrap())
+}
+
+fn assert_bad_input(o: &Output, needle: &str) {
+    let err = stderr(o);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "stdout: {} stderr: {err}",
+        stdout(o)
+    );
+    assert!(
+        err.contains(needle),
+        "message should name {needle:?}: {err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one clear line: {err}");
+}
+
+fn run_path(p: &Path) -> Output {
+    leasehold(&["run", p.to_str().unwrap(), "--seed", "1"])
+}
+
+#[test]
+fn run_json_has_the_contract_fields() {
+    let o = leasehold(&["run", "scenarios/friday-rush.json", "--seed", "3", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    for field in [
+        "scenario",
+        "seed",
+        "variant",
+        "ok",
+        "violations",
+        "trace_hash",
+        "events",
+        "sim_time_ms",
+        "store_reads",
+        "store_writes",
+        "heartbeat_writes",
+        "tasks_total",
+        "tasks_done",
+        "faults",
+        "fault_mix",
+    ] {
+        assert!(v.get(field).is_some(), "missing {field}");
+    }
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["variant"], "correct");
+    assert_eq!(v["tasks_done"], v["tasks_total"]);
+}
+
+#[test]
+fn a_violation_exits_1_with_invariant_seed_and_replay_command() {
+    let o = leasehold(&[
+        "run",
+        "scenarios/reclaimer-crash.json",
+        "--seed",
+        "1",
+        "--variant",
+        "no-idempotency-key",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = stdout(&o);
+    assert!(out.contains("VIOLATION exactly-once-effects"), "{out}");
+    assert!(out.contains("seed 1"), "{out}");
+    assert!(
+        out.contains("replay: leasehold run scenarios/reclaimer-crash.json --seed 1 --variant no-idempotency-key"),
+        "{out}"
+    );
+    let j = leasehold(&[
+        "run",
+        "scenarios/reclaimer-crash.json",
+        "--seed",
+        "1",
+        "--variant",
+        "no-idempotency-key",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(stdout(&j).trim()).unwrap();
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["violations"][0]["invariant"], "exactly-once-effects");
+}
+
+#[test]
+fn sweep_reports_failing_seeds_and_summary() {
+    let o = leasehold(&[
+        "sweep",
+        "scenarios/reclaimer-crash.json",
+        "--seeds",
+        "1..3",
+        "--variant",
+        "no-idempotency-key",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).lines().last().unwrap()).unwrap();
+    assert_eq!(v["seeds"], 3);
+    assert!(v["failed"].as_u64().unwrap() >= 1);
+    assert!(v["failures"][0]["seed"].is_u64());
+    assert!(v["failures"][0]["invariants"].is_array());
+    assert!(v["seeds_per_sec"].as_f64().unwrap() > 0.0);
+    let ok = leasehold(&["sweep", "scenarios/email-campaign.json", "--seeds", "1..5"]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stdout(&ok));
+    assert!(stdout(&ok).contains("seeds/s"));
+}
+
+#[test]
+fn trace_replays_identically_and_a_tampered_one_diverges() {
+    let path = std::env::temp_dir().join(format!("leasehold-trace-{}.jsonl", std::process::id()));
+    let p = path.to_str().unwrap();
+    let o = leasehold(&[
+        "run",
+        "scenarios/ml-batch.json",
+        "--seed",
+        "4",
+        "--trace",
+        p,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r = leasehold(&["replay", p]);
+    assert_eq!(r.status.code(), Some(0), "{}{}", stdout(&r), stderr(&r));
+    assert!(stdout(&r).contains("identical"));
+    // Change one event: replay names the line.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let victim = lines
+        .iter()
+        .position(|l| l.contains("\"kind\":\"store\""))
+        .unwrap();
+    lines[victim] = lines[victim].replacen("\"time_us\":", "\"time_us\":1", 1);
+    let tampered = temp("tampered.jsonl", &(lines.join("\n") + "\n"));
+    let r = leasehold(&["replay", tampered.to_str().unwrap()]);
+    assert_eq!(r.status.code(), Some(1));
+    assert!(
+        stdout(&r).contains(&format!("line {}", victim + 1)),
+        "{}",
+        stdout(&r)
+    );
+    // Not a trace at all.
+    let junk = temp("junk.jsonl", "hello\n");
+    assert_bad_input(&leasehold(&["replay", junk.to_str().unwrap()]), "line 1");
+    let mut cut = text.lines().collect::<Vec<_>>();
+    cut.pop();
+    let truncated = temp("truncated.jsonl", &cut.join("\n"));
+    assert_bad_input(
+        &leasehold(&["replay", truncated.to_str().unwrap()]),
+        "truncated",
+    );
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn check_determinism_passes() {
+    let o = leasehold(&[
+        "run",
+        "scenarios/friday-rush.json",
+        "--seed",
+        "9",
+        "--check-determinism",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["deterministic"], true);
+}
+
+#[test]
+fn malformed_scenarios_name_the_field() {
+    assert_bad_input(&run_path(&temp("not-json.json", "{ nope")), "line 1");
+    assert_bad_input(
+        &run_path(&edited("missing.json", |v| {
+            v["fleet"].as_object_mut().unwrap().remove("workers");
+        })),
+        "workers",
+    );
+    assert_bad_input(
+        &run_path(&edited("unknown.json", |v| v["fleet"]["wokers"] = 3.into())),
+        "wokers",
+    );
+    assert_bad_input(
+        &run_path(&edited("zero.json", |v| v["fleet"]["workers"] = 0.into())),
+        "fleet.workers",
+    );
+    assert_bad_input(
+        &run_path(&edited("range.json", |v| {
+            v["faults"]["pause"]["duration_ms"] = serde_json::json!([9000, 10])
+        })),
+        "faults.pause.duration_ms",
+    );
+    assert_bad_input(
+        &run_path(&edited("prob.json", |v| {
+            v["faults"]["crash"]["per_step"] = serde_json::json!([0.1, 1.5])
+        })),
+        "faults.crash.per_step",
+    );
+    assert_bad_input(
+        &run_path(&edited("lease.json", |v| {
+            v["protocol"]["lease_timeout_ms"] = 5000.into()
+        })),
+        "protocol.lease_timeout_ms",
+    );
+    // A drift bound so large the self-fencing margin eats the lease.
+    assert_bad_input(
+        &run_path(&edited("drift.json", |v| {
+            v["protocol"]["lease_timeout_ms"] = 7000.into();
+            v["faults"]["clock"]["drift_ppm"] = serde_json::json!([0, 90000]);
+        })),
+        "faults.clock.drift_ppm",
+    );
+    assert_bad_input(
+        &run_path(&edited("ghost.json", |v| {
+            v["faults"]["scheduled"] =
+                serde_json::json!([{"kind": "crash", "at_ms": 1000, "node": "worker-99"}]);
+        })),
+        "faults.scheduled[0].node",
+    );
+    assert_bad_input(
+        &run_path(&edited("late.json", |v| {
+            v["faults"]["scheduled"] =
+                serde_json::json!([{"kind": "crash", "at_ms": 999999999, "node": "worker-1"}]);
+        })),
+        "faults.scheduled[0].at_ms",
+    );
+    assert_bad_input(
+        &run_path(&edited("step.json", |v| {
+            v["tasks"]["steps"] = serde_json::json!(["payment", "teleport"])
+        })),
+        "tasks.steps[1]",
+    );
+    assert_bad_input(
+        &leasehold(&["run", "/nonexistent/x.json"]),
+        "/nonexistent/x.json",
+    );
+}
+
+#[test]
+fn bad_flags_exit_2() {
+    assert_bad_input(
+        &leasehold(&["run", "scenarios/friday-rush.json", "--variant", "nope"]),
+        "unknown variant \"nope\"",
+    );
+    assert_bad_input(
+        &leasehold(&["sweep", "scenarios/friday-rush.json", "--seeds", "9..1"]),
+        "--seeds",
+    );
+    assert_bad_input(
+        &leasehold(&["sweep", "scenarios/friday-rush.json", "--seeds", "x"]),
+        "--seeds",
+    );
+    let o = leasehold(&["run", "scenarios/friday-rush.json", "--seed", "-4"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_bad_input(&leasehold(&["hunt", "--scenarios", "atlantis"]), "atlantis");
+    assert_bad_input(&leasehold(&["hunt", "--budget", "0"]), "--budget");
+}
+
+#[test]
+fn lists_variants_and_scenarios() {
+    let o = leasehold(&["variants", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    let variants = v["variants"].as_array().unwrap();
+    assert!(
+        variants.len() >= 15,
+        "correct plus at least 14 planted bugs"
+    );
+    assert!(
+        variants
+            .iter()
+            .all(|x| x["description"].is_string() && x["mirrors"].is_string())
+    );
+    let s = leasehold(&["scenarios"]);
+    assert_eq!(s.status.code(), Some(0));
+    for name in [
+        "friday-rush",
+        "ride-share",
+        "payments",
+        "ml-batch",
+        "email-campaign",
+        "gc-pause-zombie",
+        "clock-skew",
+        "partitioned-worker",
+        "ambiguous-claim",
+        "reclaimer-crash",
+        "hung-step",
+        "rolling-deploy",
+        "mass-failure",
+    ] {
+        assert!(stdout(&s).contains(name), "{name} missing");
+    }
+}

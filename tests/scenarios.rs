@@ -1,0 +1,119 @@
+//! Every shipped scenario: the correct protocol passes it (except the one
+//! that demonstrates an impossibility), and every fault kind is drawn.
+
+mod common;
+use common::*;
+use leasehold_check::Invariant;
+use leasehold_protocol::Variant;
+use std::collections::BTreeMap;
+
+/// Seeds per scenario: 1,000 by default (the bar); override with
+/// LEASEHOLD_TEST_SEEDS for a quicker local loop.
+fn seeds() -> u64 {
+    std::env::var("LEASEHOLD_TEST_SEEDS").map_or(1000, |s| {
+        s.parse().expect("LEASEHOLD_TEST_SEEDS is a number")
+    })
+}
+
+#[test]
+fn correct_protocol_passes_every_scenario_and_every_fault_kind_is_drawn() {
+    let n = seeds();
+    let mut coverage: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut checked = 0;
+    for (name, scn) in all_scenarios() {
+        if !scn.scenario.expected_violations.is_empty() {
+            continue;
+        }
+        let outcomes = run_seeds(&scn, 1..=n, Variant::Correct);
+        for o in &outcomes {
+            assert!(
+                o.ok(),
+                "correct failed {name} seed {}: {:?}",
+                o.seed,
+                o.violations.first()
+            );
+            assert_eq!(o.tasks_done, o.tasks_total, "{name} seed {}", o.seed);
+            for (kind, count) in &o.fault_kinds {
+                *coverage.entry(kind).or_insert(0) += count;
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked >= 13, "only {checked} scenarios checked");
+    println!("fault coverage over {n} seeds x {checked} scenarios:");
+    for (kind, count) in &coverage {
+        println!("  {kind:<24} {count}");
+    }
+    for kind in [
+        "crash",
+        "crash_at",
+        "restart",
+        "pause",
+        "resume",
+        "clock_jump",
+        "message_loss",
+        "message_duplicate",
+        "message_delay",
+        "partition",
+        "partition_one_way",
+        "partition_healed",
+        "store_outage",
+        "store_recovered",
+        "store_failure",
+        "store_slow",
+        "store_ambiguous_write",
+        "service_failure",
+        "service_slow",
+        "service_ambiguous",
+        "service_hang",
+    ] {
+        assert!(
+            coverage.get(kind).copied().unwrap_or(0) > 0,
+            "fault kind {kind} was never drawn"
+        );
+    }
+}
+
+#[test]
+fn unfenced_service_shows_what_no_lease_protocol_can_prevent() {
+    let scn = scenario("unfenced-service");
+    assert_eq!(
+        scn.scenario.expected_violations,
+        vec!["exactly-once-effects".to_string()]
+    );
+    let hit = first_firing(
+        &scn,
+        1..=20,
+        Variant::Correct,
+        Invariant::ExactlyOnceEffects,
+    )
+    .expect("a service that neither deduplicates nor fences must show double effects");
+    assert!(
+        hit.violations
+            .iter()
+            .any(|v| v.message.contains("legacy-printer"))
+    );
+}
+
+#[test]
+fn swarm_seeds_draw_different_fault_mixes() {
+    let scn = scenario("friday-rush");
+    let outcomes = run_seeds(&scn, 1..=40, Variant::Correct);
+    let mixes: std::collections::BTreeSet<String> = outcomes
+        .iter()
+        .map(|o| serde_json::to_string(&o.fault_mix).unwrap())
+        .collect();
+    assert!(
+        mixes.len() >= 39,
+        "swarm testing should vary the mix per seed"
+    );
+    // Some seeds run with crashes off, some with them on.
+    let with_crash = outcomes
+        .iter()
+        .filter(|o| o.fault_mix.as_ref().unwrap().crash_per_step > 0.0)
+        .count();
+    assert!(
+        with_crash > 5 && with_crash < 35,
+        "{with_crash}/40 seeds had crashes on"
+    );
+}
