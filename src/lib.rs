@@ -4,6 +4,7 @@
 //! provides the CLI's commands.
 
 pub mod catalogue;
+pub mod explain;
 pub mod fault_model;
 pub mod hunt;
 pub mod lease_node;
@@ -11,6 +12,7 @@ pub mod panic_capture;
 pub mod run;
 pub mod scenario;
 pub mod seeds;
+pub mod shrink;
 pub mod store_load;
 pub mod trace;
 

@@ -66,6 +66,22 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Shrink a failing seed to a minimal run that fails the same way; write a
+    /// failure file that `replay` and `explain` accept.
+    Shrink {
+        scenario: PathBuf,
+        #[arg(long)]
+        seed: u64,
+        #[arg(long, default_value = "correct")]
+        variant: String,
+        /// Where to write the failure file (default: NAME-seedN-VARIANT.failure.json).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Tell a failure file's (or trace's) run as a story around its violation.
+    Explain { file: PathBuf },
     /// List the shipped scenarios with the story each one tells.
     Scenarios {
         /// Directory holding scenario files.
@@ -135,6 +151,14 @@ fn main() -> ExitCode {
         } => commands::sweep::sweep(&scenario, &seeds, &variant, json, check_determinism),
         Command::Replay { file, json } => commands::replay::replay(&file, json),
         Command::Variants { json } => commands::variants::variants(json),
+        Command::Shrink {
+            scenario,
+            seed,
+            variant,
+            out,
+            json,
+        } => commands::shrink::run(&scenario, seed, &variant, out.as_deref(), json),
+        Command::Explain { file } => commands::explain::run(&file),
         Command::Scenarios { dir, json } => commands::scenarios::scenarios(&dir, json),
         Command::Hunt {
             variants,

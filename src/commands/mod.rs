@@ -1,7 +1,9 @@
+pub mod explain;
 pub mod hunt;
 pub mod replay;
 pub mod run;
 pub mod scenarios;
+pub mod shrink;
 pub mod sweep;
 pub mod variants;
 

@@ -10,6 +10,9 @@ pub fn replay(path: &Path, json: bool) -> u8 {
         Ok(t) => t,
         Err(e) => return bad_input(format!("{}: {e}", path.display())),
     };
+    if text.trim_start().starts_with('{') && text.contains(leasehold::shrink::FAILURE_FORMAT) {
+        return replay_failure(path, &text, json);
+    }
     let trace = match TraceFile::parse(&text) {
         Ok(t) => t,
         Err(e) => return bad_input(format!("{}: {e}", path.display())),
@@ -81,4 +84,49 @@ pub fn replay(path: &Path, json: bool) -> u8 {
         );
     }
     if identical { EXIT_OK } else { EXIT_VIOLATION }
+}
+
+/// Replay a shrunk failure: exit 1 if it still fails the same invariant, 0 if
+/// it no longer reproduces (a fixed bug shows as fixed).
+fn replay_failure(path: &Path, text: &str, json: bool) -> u8 {
+    let failure = match leasehold::shrink::FailureFile::parse(text) {
+        Ok(f) => f,
+        Err(e) => return bad_input(format!("{}: {e}", path.display())),
+    };
+    let outcome = match failure.rerun() {
+        Ok(o) => o,
+        Err(e) => return bad_input(format!("{}: {e}", path.display())),
+    };
+    let names: Vec<&str> = outcome.invariants.iter().map(|i| i.name()).collect();
+    let reproduced = names.contains(&failure.invariant.as_str());
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "reproduced": reproduced,
+                "invariant": failure.invariant,
+                "invariants": names,
+                "seed": failure.seed,
+                "variant": failure.variant,
+                "violations": outcome.violations,
+            })
+        );
+    } else if reproduced {
+        let v = outcome.violations.iter().find(|v| v.invariant.name() == failure.invariant);
+        println!(
+            "reproduced: {} on {} seed {} variant {} ({} faults in the plan)",
+            failure.invariant, failure.scenario.name, failure.seed, failure.variant, failure.plan.len()
+        );
+        if let Some(v) = v {
+            println!("  {} at {:.3} s: {}", v.invariant, v.time_ms as f64 / 1e3, v.message);
+        }
+    } else if names.is_empty() {
+        println!(
+            "no longer reproduces: {} on {} seed {} variant {} now passes (fixed?)",
+            failure.invariant, failure.scenario.name, failure.seed, failure.variant
+        );
+    } else {
+        println!("fails differently: expected {}, got {}", failure.invariant, names.join(", "));
+    }
+    if names.is_empty() { EXIT_OK } else { EXIT_VIOLATION }
 }

@@ -1,0 +1,74 @@
+use super::{bad_input, load_scenario, parse_variant, EXIT_OK, EXIT_VIOLATION};
+use leasehold::shrink::{shrink, FailureFile, RunSize, ShrinkLimits};
+use std::path::Path;
+
+pub fn run(scenario_path: &Path, seed: u64, variant: &str, out: Option<&Path>, json: bool) -> u8 {
+    let scn = match load_scenario(scenario_path) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let variant = match parse_variant(variant) {
+        Ok(v) => v,
+        Err(code) => return code,
+    };
+    let report = match shrink(&scn, seed, variant, ShrinkLimits::default()) {
+        Ok(r) => r,
+        Err(e) => {
+            // Not bad input: the run simply passes, so there is nothing to do.
+            println!("{e}");
+            return EXIT_OK;
+        }
+    };
+    let f = &report.failure;
+    let default_out = format!("{}-seed{}-{}.failure.json", scn.name(), seed, variant.name());
+    let out_path = out.map_or_else(|| Path::new(&default_out).to_path_buf(), Path::to_path_buf);
+    let text = serde_json::to_string_pretty(f).expect("failure files serialise");
+    if let Err(e) = std::fs::write(&out_path, text + "\n") {
+        return bad_input(format!("--out {}: {e}", out_path.display()));
+    }
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "invariant": f.invariant,
+                "seed": seed,
+                "variant": f.variant,
+                "original": f.original,
+                "shrunk": f.shrunk,
+                "shrink_ms": f.shrink_ms,
+                "candidates_run": f.candidates_run,
+                "out": out_path.display().to_string(),
+            })
+        );
+    } else {
+        print_sizes(f);
+        println!("wrote {} (replay it: leasehold replay {})", out_path.display(), out_path.display());
+        println!();
+        print_story(f);
+    }
+    EXIT_VIOLATION
+}
+
+pub fn print_sizes(f: &FailureFile) {
+    let row = |label: &str, s: &RunSize| {
+        format!(
+            "{label:<9} {:>6} faults {:>6} workers {:>3} reclaimers {:>7} tasks {:>4} steps {:>9} events",
+            s.faults, s.workers, s.reclaimers, s.tasks, s.steps, s.events
+        )
+    };
+    println!("shrunk {} on {} seed {} variant {} in {:.1} s ({} candidate runs)", f.invariant, f.scenario.name, f.seed, f.variant, f.shrink_ms as f64 / 1e3, f.candidates_run);
+    println!("  {}", row("before:", &f.original));
+    println!("  {}", row("after:", &f.shrunk));
+}
+
+pub fn print_story(f: &FailureFile) {
+    match (f.valid_scenario(), f.variant()) {
+        (Ok(scn), Ok(variant)) => {
+            let (lines, _) = leasehold::explain::explain(&scn, f.seed, variant, Some(f.plan.clone()));
+            for line in lines {
+                println!("{line}");
+            }
+        }
+        (Err(e), _) | (_, Err(e)) => println!("cannot tell the story: {e}"),
+    }
+}

@@ -1,0 +1,461 @@
+//! Shrinking a failing run to a minimal one that fails the same way.
+//!
+//! Every candidate is an ordinary deterministic run: the seed stays, the fault
+//! plan is explicit (so faults can be removed one by one without the rest of
+//! the randomness shifting), and the scenario shrinks (tasks, workers,
+//! reclaimers, steps, fault phase). A candidate is kept if it still violates
+//! the same invariant. Delta debugging (Zeller's ddmin) over the plan.
+
+use crate::run::{simulate, simulate_with_plan, RunOutcome};
+use crate::scenario::{Scenario, ValidScenario};
+use leasehold_check::Invariant;
+use leasehold_protocol::Variant;
+use leasehold_sim::{Fault, FaultPlan, NodeId};
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+
+pub const FAILURE_FORMAT: &str = "leasehold-failure/1";
+
+/// How big a run is, before and after shrinking.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSize {
+    pub faults: u64,
+    pub workers: u32,
+    pub reclaimers: u32,
+    pub tasks: u32,
+    pub steps: u32,
+    pub events: u64,
+}
+
+/// A minimal failing run, as written by `shrink` and read by `replay`,
+/// `explain` and `export`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailureFile {
+    pub format: String,
+    pub leasehold_version: String,
+    pub scenario: Scenario,
+    pub seed: u64,
+    pub variant: String,
+    pub invariant: String,
+    /// The violation's message when it was shrunk, for humans.
+    pub message: String,
+    pub plan: FaultPlan,
+    pub original: RunSize,
+    pub shrunk: RunSize,
+    pub shrink_ms: u64,
+    pub candidates_run: u64,
+}
+
+impl FailureFile {
+    pub fn parse(text: &str) -> Result<FailureFile, String> {
+        let f: FailureFile = serde_json::from_str(text).map_err(|e| format!("line {}: not a leasehold failure file ({e})", e.line()))?;
+        if f.format != FAILURE_FORMAT {
+            return Err(format!("line 1: format \"{}\" is not \"{FAILURE_FORMAT}\"", f.format));
+        }
+        Ok(f)
+    }
+
+    /// The embedded scenario, validated (its source is its own JSON text).
+    pub fn valid_scenario(&self) -> Result<ValidScenario, String> {
+        let text = serde_json::to_string_pretty(&self.scenario).expect("scenarios serialise");
+        self.scenario.clone().validate(text).map_err(|e| format!("the embedded scenario is invalid: {e}"))
+    }
+
+    pub fn variant(&self) -> Result<Variant, String> {
+        Variant::from_name(&self.variant).ok_or_else(|| format!("unknown variant \"{}\"", self.variant))
+    }
+
+    /// Re-run the minimal failure.
+    pub fn rerun(&self) -> Result<RunOutcome, String> {
+        Ok(simulate_with_plan(&self.valid_scenario()?, self.seed, self.variant()?, Some(self.plan.clone()), None))
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct ShrinkLimits {
+    /// At most this many candidate runs.
+    pub max_candidates: u64,
+    /// Stop improving after this long; what we have is still a valid failure.
+    pub time_budget: Duration,
+}
+
+impl Default for ShrinkLimits {
+    fn default() -> Self {
+        ShrinkLimits {
+            max_candidates: 5_000,
+            time_budget: Duration::from_secs(120),
+        }
+    }
+}
+
+struct Shrinker {
+    seed: u64,
+    variant: Variant,
+    invariant: Invariant,
+    scenario: Scenario,
+    plan: FaultPlan,
+    best: RunOutcome,
+    candidates: u64,
+    limits: ShrinkLimits,
+    started: Instant,
+}
+
+fn size_of(s: &Scenario, plan: &FaultPlan, outcome: &RunOutcome) -> RunSize {
+    RunSize {
+        faults: plan.len() as u64,
+        workers: s.fleet.workers,
+        reclaimers: s.fleet.reclaimers,
+        tasks: s.tasks.count,
+        steps: s.tasks.steps_per_task(),
+        events: outcome.events(),
+    }
+}
+
+/// Move plan faults from one fleet layout to another: workers keep their
+/// ids, reclaimers follow the workers; faults on nodes that no longer exist go.
+fn remap_plan(plan: &FaultPlan, workers: u32, new_workers: u32, new_reclaimers: u32) -> FaultPlan {
+    remap_plan_with(plan, workers, new_workers, new_reclaimers, &|w| (w < new_workers).then_some(w))
+}
+
+/// The workers a plan's faults touch, in id order.
+fn workers_in_plan(plan: &FaultPlan, workers: u32) -> Vec<u32> {
+    let mut ids: Vec<u32> = plan
+        .faults
+        .iter()
+        .filter_map(|f| match *f {
+            Fault::Crash { node, .. }
+            | Fault::CrashAt { node, .. }
+            | Fault::Pause { node, .. }
+            | Fault::PauseAt { node, .. }
+            | Fault::ClockJump { node, .. }
+            | Fault::Message { node, .. }
+            | Fault::Partition { node, .. } => Some(node.0),
+            _ => None,
+        })
+        .filter(|n| *n < workers)
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+fn remap_plan_with(
+    plan: &FaultPlan,
+    workers: u32,
+    new_workers: u32,
+    new_reclaimers: u32,
+    worker_map: &dyn Fn(u32) -> Option<u32>,
+) -> FaultPlan {
+    let map = |n: NodeId| -> Option<NodeId> {
+        if n.0 < workers {
+            worker_map(n.0).map(NodeId)
+        } else {
+            let r = n.0 - workers;
+            (r < new_reclaimers).then_some(NodeId(new_workers + r))
+        }
+    };
+    let faults = plan
+        .faults
+        .iter()
+        .filter_map(|f| {
+            let mut f = *f;
+            let node = match &mut f {
+                Fault::Crash { node, .. }
+                | Fault::CrashAt { node, .. }
+                | Fault::Restart { node, .. }
+                | Fault::Pause { node, .. }
+                | Fault::PauseAt { node, .. }
+                | Fault::Resume { node }
+                | Fault::ClockJump { node, .. }
+                | Fault::Message { node, .. }
+                | Fault::Partition { node, .. }
+                | Fault::PartitionHealed { node, .. } => Some(node),
+                Fault::StoreOutage { .. } | Fault::StoreRecovered { .. } => None,
+            };
+            match node {
+                Some(node) => {
+                    *node = map(*node)?;
+                    Some(f)
+                }
+                None => Some(f),
+            }
+        })
+        .collect();
+    FaultPlan { faults }
+}
+
+impl Shrinker {
+    fn out_of_budget(&self) -> bool {
+        self.candidates >= self.limits.max_candidates || self.started.elapsed() >= self.limits.time_budget
+    }
+
+    /// Run a candidate; keep it if it still fails the same invariant.
+    fn try_candidate(&mut self, scenario: Scenario, plan: FaultPlan) -> bool {
+        if self.out_of_budget() {
+            return false;
+        }
+        let Some(valid) = validate(scenario) else {
+            return false;
+        };
+        self.candidates += 1;
+        let outcome = simulate_with_plan(&valid, self.seed, self.variant, Some(plan.clone()), None);
+        if outcome.invariants.contains(&self.invariant) {
+            self.scenario = valid.scenario;
+            self.plan = plan;
+            self.best = outcome;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn ddmin_plan(&mut self) {
+        let empty = FaultPlan::default();
+        if !self.plan.is_empty() && self.try_candidate(self.scenario.clone(), empty) {
+            return;
+        }
+        let mut n = 2usize;
+        while self.plan.len() >= 2 && !self.out_of_budget() {
+            let len = self.plan.len();
+            let chunk = len.div_ceil(n);
+            let mut reduced = false;
+            for i in 0..n.min(len.div_ceil(chunk)) {
+                let (lo, hi) = (i * chunk, ((i + 1) * chunk).min(len));
+                let mut faults = self.plan.faults.clone();
+                faults.drain(lo..hi);
+                if self.try_candidate(self.scenario.clone(), FaultPlan { faults }) {
+                    n = (n - 1).max(2);
+                    reduced = true;
+                    break;
+                }
+            }
+            if !reduced {
+                if n >= len {
+                    break;
+                }
+                n = (2 * n).min(len);
+            }
+        }
+        // One more pass: each remaining fault alone.
+        let mut i = 0;
+        while i < self.plan.len() && self.plan.len() > 1 && !self.out_of_budget() {
+            let mut faults = self.plan.faults.clone();
+            faults.remove(i);
+            if !self.try_candidate(self.scenario.clone(), FaultPlan { faults }) {
+                i += 1;
+            }
+        }
+    }
+
+    /// Shrink one numeric dimension: halve while it fails, then step down.
+    fn shrink_dimension(&mut self, get: fn(&Scenario) -> u32, min: u32, apply: &dyn Fn(&Self, u32) -> (Scenario, FaultPlan)) {
+        loop {
+            let current = get(&self.scenario);
+            if current <= min || self.out_of_budget() {
+                return;
+            }
+            let half = (current / 2).max(min);
+            let (s, p) = apply(self, half);
+            if self.try_candidate(s, p) {
+                continue;
+            }
+            let (s, p) = apply(self, current - 1);
+            if !self.try_candidate(s, p) {
+                return;
+            }
+        }
+    }
+
+    fn with_tasks(&self, tasks: u32) -> (Scenario, FaultPlan) {
+        let mut s = self.scenario.clone();
+        s.tasks.count = tasks;
+        (s, self.plan.clone())
+    }
+
+    fn with_workers(&self, workers: u32) -> (Scenario, FaultPlan) {
+        let mut s = self.scenario.clone();
+        let plan = remap_plan(&self.plan, s.fleet.workers, workers, s.fleet.reclaimers);
+        s.fleet.workers = workers;
+        (s, plan)
+    }
+
+    /// Keep only `workers` workers, renumbering the ones the plan's faults
+    /// touch to the lowest ids so that their faults survive the cut.
+    fn with_workers_compacted(&self, workers: u32) -> (Scenario, FaultPlan) {
+        let mut s = self.scenario.clone();
+        let touched = workers_in_plan(&self.plan, s.fleet.workers);
+        let map = |w: u32| touched.iter().position(|t| *t == w).map(|i| i as u32).filter(|i| *i < workers);
+        let plan = remap_plan_with(&self.plan, s.fleet.workers, workers, s.fleet.reclaimers, &map);
+        s.fleet.workers = workers;
+        (s, plan)
+    }
+
+    fn shrink_workers(&mut self) {
+        loop {
+            let current = self.scenario.fleet.workers;
+            if current <= 1 || self.out_of_budget() {
+                return;
+            }
+            let touched = workers_in_plan(&self.plan, current).len() as u32;
+            let mut targets = vec![(current / 2).max(1), touched.clamp(1, current - 1), current - 1];
+            targets.dedup();
+            let mut progressed = false;
+            for target in targets {
+                let (s, p) = self.with_workers_compacted(target);
+                if self.try_candidate(s, p) {
+                    progressed = true;
+                    break;
+                }
+                let (s, p) = self.with_workers(target);
+                if self.try_candidate(s, p) {
+                    progressed = true;
+                    break;
+                }
+            }
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    fn with_reclaimers(&self, reclaimers: u32) -> (Scenario, FaultPlan) {
+        let mut s = self.scenario.clone();
+        let plan = remap_plan(&self.plan, s.fleet.workers, s.fleet.workers, reclaimers);
+        s.fleet.reclaimers = reclaimers;
+        (s, plan)
+    }
+
+    fn with_steps(&self, steps: u32) -> (Scenario, FaultPlan) {
+        let mut s = self.scenario.clone();
+        let per_round = s.tasks.steps.len() as u32;
+        if s.tasks.repeat_steps > 1 {
+            s.tasks.repeat_steps = steps.div_ceil(per_round).max(1);
+        } else {
+            s.tasks.steps.truncate(steps.max(1) as usize);
+        }
+        (s, self.plan.clone())
+    }
+
+    fn shorten_fault_phase(&mut self) {
+        // The plan's last fault bounds how long the fault phase must be.
+        let last_fault_ms = last_fault_time_ms(&self.scenario, self.seed, self.variant, &self.plan);
+        let mut s = self.scenario.clone();
+        let phase = (last_fault_ms + 1_000).min(s.faults.fault_phase_ms);
+        if phase < s.faults.fault_phase_ms {
+            s.faults.fault_phase_ms = phase;
+            self.try_candidate(s, self.plan.clone());
+        }
+    }
+}
+
+/// Validate a reduced scenario; scheduled faults naming nodes that are gone,
+/// or times past the (shorter) fault phase, are dropped: the plan carries the
+/// faults that matter.
+fn validate(mut s: Scenario) -> Option<ValidScenario> {
+    let fleet = crate::fault_model::Fleet {
+        workers: s.fleet.workers,
+        reclaimers: s.fleet.reclaimers,
+    };
+    let phase = s.faults.fault_phase_ms;
+    s.faults.scheduled.retain(|f| {
+        use crate::fault_model::ScheduledFault::*;
+        match f {
+            Crash { at_ms, node } | Pause { at_ms, node, .. } | Partition { at_ms, node, .. } => {
+                *at_ms < phase && fleet.node_named(node).is_some()
+            }
+            StoreOutage { at_ms, .. } => *at_ms < phase,
+        }
+    });
+    if let Some(r) = &mut s.faults.restarts {
+        for at in [&mut r.rolling_deploy_at_ms, &mut r.mass_failure_at_ms] {
+            if at.is_some_and(|a| a[1] >= phase) {
+                *at = None;
+            }
+        }
+    }
+    let text = serde_json::to_string_pretty(&s).ok()?;
+    s.validate(text).ok()
+}
+
+fn last_fault_time_ms(s: &Scenario, seed: u64, variant: Variant, plan: &FaultPlan) -> u64 {
+    struct LastFault(u64);
+    impl leasehold_sim::Observer<leasehold_protocol::DocKey, leasehold_protocol::DocValue, leasehold_protocol::LeaseEvent> for LastFault {
+        fn record(&mut self, r: &leasehold_sim::Record<'_, leasehold_protocol::DocKey, leasehold_protocol::DocValue, leasehold_protocol::LeaseEvent>) {
+            if let leasehold_sim::RecordKind::Fault(f) = &r.kind
+                && f.is_planned()
+            {
+                self.0 = self.0.max(r.time_us / 1_000);
+            }
+        }
+    }
+    let Some(valid) = validate(s.clone()) else {
+        return s.faults.fault_phase_ms;
+    };
+    let mut last = LastFault(0);
+    simulate_with_plan(&valid, seed, variant, Some(plan.clone()), Some(&mut last));
+    last.0
+}
+
+#[derive(Debug)]
+pub struct ShrinkReport {
+    pub failure: FailureFile,
+    pub outcome: RunOutcome,
+}
+
+/// Shrink the failing run (scenario, seed, variant). `Err` if it does not fail.
+pub fn shrink(scn: &ValidScenario, seed: u64, variant: Variant, limits: ShrinkLimits) -> Result<ShrinkReport, String> {
+    let started = Instant::now();
+    let outcome = simulate(scn, seed, variant, None);
+    let Some(first) = outcome.violations.first().cloned() else {
+        return Err(format!("{} seed {seed} variant {} does not fail: nothing to shrink", scn.name(), variant.name()));
+    };
+    let invariant = first.invariant;
+    let original = size_of(&scn.scenario, &outcome.plan, &outcome);
+    let mut sh = Shrinker {
+        seed,
+        variant,
+        invariant,
+        scenario: scn.scenario.clone(),
+        plan: outcome.plan.clone(),
+        best: outcome,
+        candidates: 0,
+        limits,
+        started,
+    };
+    // Fewer tasks first: it makes every later candidate cheaper.
+    sh.shrink_dimension(|s| s.tasks.count, 1, &|sh, n| sh.with_tasks(n));
+    sh.ddmin_plan();
+    sh.shrink_workers();
+    sh.shrink_dimension(|s| s.fleet.reclaimers, 1, &|sh, n| sh.with_reclaimers(n));
+    sh.shrink_dimension(|s| s.tasks.count, 1, &|sh, n| sh.with_tasks(n));
+    sh.shrink_dimension(|s| s.tasks.steps_per_task(), 1, &|sh, n| sh.with_steps(n));
+    sh.ddmin_plan();
+    sh.shorten_fault_phase();
+    let message = sh
+        .best
+        .violations
+        .iter()
+        .find(|v| v.invariant == invariant)
+        .map(|v| v.message.clone())
+        .unwrap_or_default();
+    let shrunk = size_of(&sh.scenario, &sh.plan, &sh.best);
+    let failure = FailureFile {
+        format: FAILURE_FORMAT.to_string(),
+        leasehold_version: crate::LEASEHOLD_VERSION.to_string(),
+        scenario: sh.scenario,
+        seed,
+        variant: variant.name().to_string(),
+        invariant: invariant.name().to_string(),
+        message,
+        plan: sh.plan,
+        original,
+        shrunk,
+        shrink_ms: started.elapsed().as_millis() as u64,
+        candidates_run: sh.candidates,
+    };
+    Ok(ShrinkReport {
+        failure,
+        outcome: sh.best,
+    })
+}
