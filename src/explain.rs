@@ -252,7 +252,7 @@ pub fn explain(scn: &ValidScenario, seed: u64, variant: Variant, plan: Option<Fa
         variant.name(),
         s.fleet.workers,
         s.fleet.reclaimers,
-        s.tasks.count,
+        s.tasks.total(),
         s.tasks.steps_per_task(),
         if tasks.len() == 1 { "" } else { "s" },
         tasks.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ")

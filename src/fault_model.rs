@@ -200,21 +200,38 @@ pub struct FaultMix {
     pub mass_failure_at_ms: Option<u64>,
 }
 
-/// Node layout the fault model needs: workers first, then reclaimers.
-#[derive(Clone, Copy, Debug)]
+/// Node layout the fault model needs: workers first, then reclaimers, each
+/// with its identity (which names it and picks its random streams).
+#[derive(Clone, Debug)]
 pub struct Fleet {
     pub workers: u32,
     pub reclaimers: u32,
+    pub worker_ids: Vec<u32>,
+    pub reclaimer_ids: Vec<u32>,
 }
 
+/// Stream ids of reclaimers live above every worker id.
+pub const RECLAIMER_STREAM_BASE: u32 = 1 << 20;
+
 impl Fleet {
+    pub fn of(f: &crate::scenario::Fleet) -> Fleet {
+        Fleet {
+            workers: f.workers,
+            reclaimers: f.reclaimers,
+            worker_ids: f.worker_ids(),
+            reclaimer_ids: f.reclaimer_ids(),
+        }
+    }
+
     pub fn node_named(&self, name: &str) -> Option<NodeId> {
         if let Some(n) = name.strip_prefix("worker-") {
-            let i: u32 = n.parse().ok()?;
-            (i < self.workers).then_some(NodeId(i))
+            let id: u32 = n.parse().ok()?;
+            let i = self.worker_ids.iter().position(|w| *w == id)?;
+            Some(NodeId(i as u32))
         } else if let Some(n) = name.strip_prefix("reclaimer-") {
-            let i: u32 = n.parse().ok()?;
-            (i < self.reclaimers).then_some(NodeId(self.workers + i))
+            let id: u32 = n.parse().ok()?;
+            let i = self.reclaimer_ids.iter().position(|r| *r == id)?;
+            Some(NodeId(self.workers + i as u32))
         } else {
             None
         }
@@ -222,6 +239,27 @@ impl Fleet {
 
     pub fn is_reclaimer(&self, node: NodeId) -> bool {
         node.0 >= self.workers
+    }
+
+    /// The stable random-stream identity of simulator node `node`.
+    pub fn stream_id(&self, node: NodeId) -> u32 {
+        if node.0 < self.workers {
+            self.worker_ids[node.index()]
+        } else {
+            RECLAIMER_STREAM_BASE + self.reclaimer_ids[(node.0 - self.workers) as usize]
+        }
+    }
+
+    fn names(&self) -> String {
+        let w: Vec<String> = self.worker_ids.iter().map(|i| format!("worker-{i}")).collect();
+        let r: Vec<String> = self.reclaimer_ids.iter().map(|i| format!("reclaimer-{i}")).collect();
+        let mut all = w;
+        all.extend(r);
+        if all.len() > 8 {
+            format!("{} ... {}", all[..3].join(", "), all[all.len() - 2..].join(", "))
+        } else {
+            all.join(", ")
+        }
     }
 }
 
@@ -297,7 +335,7 @@ impl FaultsSection {
         self.restart_delay_ms[1]
     }
 
-    pub fn validate(&self, fleet: Fleet, max_sim_time_ms: u64) -> Result<(), ScenarioError> {
+    pub fn validate(&self, fleet: &Fleet, max_sim_time_ms: u64) -> Result<(), ScenarioError> {
         let phase = self.fault_phase_ms;
         if phase >= max_sim_time_ms {
             return err(
@@ -422,11 +460,7 @@ impl FaultsSection {
             {
                 return err(
                     format!("{field}.node"),
-                    format!(
-                        "\"{node}\" does not exist: the fleet has worker-0..worker-{} and reclaimer-0..reclaimer-{}",
-                        fleet.workers - 1,
-                        fleet.reclaimers - 1
-                    ),
+                    format!("\"{node}\" does not exist: the fleet is {}", fleet.names()),
                 );
             }
             if let ScheduledFault::Partition {
@@ -448,11 +482,10 @@ impl FaultsSection {
     }
 
     /// Draw this seed's faults. Pure function of (section, fleet, seed).
-    pub fn draw(&self, fleet: Fleet, seed: u64) -> DrawnFaults {
+    pub fn draw(&self, fleet: &Fleet, seed: u64) -> DrawnFaults {
         let streams = RngStreams::new(seed);
         let mut swarm = streams.stream(Concern::Swarm, 0);
         let mut sched_rng = streams.stream(Concern::Host, 1);
-        let mut clock_rng = streams.stream(Concern::Host, 2);
         let phase_us = self.fault_phase_ms * 1_000;
         let swarm_on = self.swarm;
         // Draw in a fixed order, every value every time, so a kind being off
@@ -503,7 +536,9 @@ impl FaultsSection {
                 rates.clock_jump_ppm = ppm(jump);
                 rates.clock_jump_us_max = (c.jump_ms_max * 1_000) as i64;
             }
-            for clock in clocks.iter_mut() {
+            for (i, clock) in clocks.iter_mut().enumerate() {
+                // Each node's clock from its own stream: stable when others go.
+                let mut clock_rng = streams.stream(Concern::Clocks, fleet.stream_id(NodeId(i as u32)));
                 let d = clock_rng.random_range(-(drift as i64)..=drift as i64);
                 let s = clock_rng.random_range(-((skew * 1_000) as i64)..=(skew * 1_000) as i64);
                 if o {

@@ -152,9 +152,10 @@ fn late_reply_ms(s: &crate::scenario::Scenario) -> u64 {
 
 pub fn node_roles(scn: &ValidScenario) -> Vec<NodeRole> {
     let f = &scn.scenario.fleet;
-    (0..f.workers)
+    f.worker_ids()
+        .into_iter()
         .map(|worker| NodeRole::Worker { worker })
-        .chain((0..f.reclaimers).map(|id| NodeRole::Reclaimer { id }))
+        .chain(f.reclaimer_ids().into_iter().map(|id| NodeRole::Reclaimer { id }))
         .collect()
 }
 
@@ -162,11 +163,15 @@ pub fn node_roles(scn: &ValidScenario) -> Vec<NodeRole> {
 pub fn arrivals_ms(scn: &ValidScenario, seed: u64) -> Vec<u64> {
     let t = &scn.scenario.tasks;
     let mut rng = RngStreams::new(seed).stream(Concern::Workload, 0);
-    let mut arrivals: Vec<u64> = (0..t.count)
+    // Not sorted: task i keeps its arrival time when later tasks are cut
+    // (shrinking), because it is always the i-th draw.
+    let all: Vec<u64> = (0..t.count)
         .map(|_| rng.random_range(0..=t.arrival_window_ms))
         .collect();
-    arrivals.sort_unstable();
-    arrivals
+    match &t.only {
+        Some(only) => only.iter().map(|i| all[*i as usize]).collect(),
+        None => all,
+    }
 }
 
 /// Run one seed. Never panics: a panic inside a simulated node (or the
@@ -214,9 +219,9 @@ pub fn simulate_with_plan(
                 invariants: vec![Invariant::SimulationHealthy],
                 stats: None,
                 load: StoreLoad::default(),
-                tasks_total: s.tasks.count,
+                tasks_total: s.tasks.total(),
                 tasks_done: 0,
-                fault_mix: (!plan_driven).then(|| s.faults.draw(scn.fleet(), seed).mix),
+                fault_mix: (!plan_driven).then(|| s.faults.draw(&scn.fleet(), seed).mix),
                 fault_kinds: BTreeMap::new(),
                 plan: FaultPlan::default(),
             }
@@ -235,9 +240,9 @@ fn simulate_inner(
     let plan_driven = plan.is_some();
     let s = &scn.scenario;
     let cfg = Arc::new(scn.protocol_config(variant));
-    let workers = s.fleet.workers;
+
     let nodes = roles.len();
-    let drawn = s.faults.draw(scn.fleet(), seed);
+    let drawn = s.faults.draw(&scn.fleet(), seed);
     let faults = match plan {
         Some(plan) => FaultSource::Plan(plan),
         None => FaultSource::Generate {
@@ -257,25 +262,23 @@ fn simulate_inner(
         limits: RunLimits {
             max_sim_time_us: s.limits.max_sim_time_ms * 1_000,
             max_events: s.limits.max_events,
-            max_queue_len: 4 * (s.tasks.count as usize + nodes * 256) + (1 << 20),
+            max_queue_len: 4 * (s.tasks.total() as usize + nodes * 256) + (1 << 20),
         },
     };
     let factory_cfg = Arc::clone(&cfg);
+    let factory_roles = roles.to_vec();
     let factory = Box::new(move |node: leasehold_sim::NodeId, incarnation: u32| {
-        if node.0 < workers {
-            LeaseNode::Worker(Worker::new(
+        match factory_roles[node.index()] {
+            NodeRole::Worker { worker } => LeaseNode::Worker(Worker::new(
                 Arc::clone(&factory_cfg),
                 Owner {
-                    worker: node.0,
+                    worker,
                     incarnation,
                 },
-            ))
-        } else {
-            LeaseNode::Reclaimer(Reclaimer::new(
-                Arc::clone(&factory_cfg),
-                node.0 - workers,
-                incarnation,
-            ))
+            )),
+            NodeRole::Reclaimer { id } => {
+                LeaseNode::Reclaimer(Reclaimer::new(Arc::clone(&factory_cfg), id, incarnation))
+            }
         }
     });
     let mut sim: Simulation<LeaseNode> = Simulation::new(sim_config, seed, factory);
@@ -283,8 +286,10 @@ fn simulate_inner(
         sim.add_service(svc.clone());
     }
     // Workers boot spread over one heartbeat interval, as a real fleet would.
-    let mut boot_rng = RngStreams::new(seed).stream(Concern::Host, 0);
+    let fleet = scn.fleet();
     for (i, role) in roles.iter().enumerate() {
+        let stream_id = fleet.stream_id(leasehold_sim::NodeId(i as u32));
+        let mut boot_rng = RngStreams::new(seed).stream(Concern::Boot, stream_id);
         let (name, crashable, pausable, boot_at_ms) = match role {
             NodeRole::Worker { worker } => (
                 format!("worker-{worker}"),
@@ -305,6 +310,7 @@ fn simulate_inner(
             pausable,
             clock: drawn.clocks[i],
             boot_at_ms,
+            stream_id,
         });
     }
     let arrivals = arrivals_ms(scn, seed);
@@ -324,7 +330,7 @@ fn simulate_inner(
     let bound = liveness_bound(scn);
     let check_config = CheckConfig {
         roles: roles.to_vec(),
-        tasks_total: s.tasks.count,
+        tasks_total: s.tasks.total(),
         steps_per_task: steps_total,
         last_arrival_ms: arrivals.last().copied().unwrap_or(0),
         liveness: bound,
@@ -370,7 +376,7 @@ fn simulate_inner(
         violations,
         invariants,
         load: observer.load.load,
-        tasks_total: s.tasks.count,
+        tasks_total: s.tasks.total(),
         tasks_done: checker.tasks_done(),
         stats: Some(stats),
         fault_mix: (!plan_driven).then_some(drawn.mix),

@@ -41,6 +41,24 @@ pub struct Fleet {
     pub workers: u32,
     pub reclaimers: u32,
     pub slots_per_worker: u32,
+    /// Identities of the workers (default `0..workers`). A worker's identity
+    /// names it (`worker-7`) and picks its random streams, so a shrunk run
+    /// that keeps workers 2 and 6 of ten still behaves like them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_ids: Option<Vec<u32>>,
+    /// Identities of the reclaimers (default `0..reclaimers`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reclaimer_ids: Option<Vec<u32>>,
+}
+
+impl Fleet {
+    pub fn worker_ids(&self) -> Vec<u32> {
+        self.worker_ids.clone().unwrap_or_else(|| (0..self.workers).collect())
+    }
+
+    pub fn reclaimer_ids(&self) -> Vec<u32> {
+        self.reclaimer_ids.clone().unwrap_or_else(|| (0..self.reclaimers).collect())
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -93,6 +111,11 @@ pub struct TasksSection {
     /// batches through one mailer). Default 1.
     #[serde(default = "one")]
     pub repeat_steps: u32,
+    /// Keep only these tasks of the workload that `count` describes (indices
+    /// in `0..count`, increasing); each keeps its arrival time. Written by
+    /// `shrink`; absent means every task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub only: Option<Vec<u32>>,
 }
 
 fn one() -> u32 {
@@ -100,6 +123,11 @@ fn one() -> u32 {
 }
 
 impl TasksSection {
+    /// Tasks that actually run.
+    pub fn total(&self) -> u32 {
+        self.only.as_ref().map_or(self.count, |o| o.len() as u32)
+    }
+
     /// Steps per task, repeats included.
     pub fn steps_per_task(&self) -> u32 {
         self.steps.len() as u32 * self.repeat_steps
@@ -196,6 +224,22 @@ impl Scenario {
                 ),
             );
         }
+        for (field, ids, count) in [
+            ("fleet.worker_ids", &s.fleet.worker_ids, s.fleet.workers),
+            ("fleet.reclaimer_ids", &s.fleet.reclaimer_ids, s.fleet.reclaimers),
+        ] {
+            if let Some(ids) = ids {
+                if ids.len() != count as usize {
+                    return bad(field, format!("lists {} ids for {count} nodes", ids.len()));
+                }
+                if ids.windows(2).any(|w| w[0] >= w[1]) {
+                    return bad(field, "ids must be strictly increasing");
+                }
+                if ids.iter().any(|id| *id >= 1 << 20) {
+                    return bad(field, "ids must be below 1048576");
+                }
+            }
+        }
         if s.network.latency_ms_min > s.network.latency_ms_max {
             return bad(
                 "network.latency_ms_min",
@@ -265,6 +309,14 @@ impl Scenario {
                 format!("needs between 1 and {MAX_STEPS} steps"),
             );
         }
+        if let Some(only) = &s.tasks.only {
+            if only.is_empty() {
+                return bad("tasks.only", "must keep at least one task");
+            }
+            if only.windows(2).any(|w| w[0] >= w[1]) || only.last().is_some_and(|l| *l >= s.tasks.count) {
+                return bad("tasks.only", format!("must be increasing indices below tasks.count {}", s.tasks.count));
+            }
+        }
         if s.tasks.repeat_steps == 0 || s.tasks.steps_per_task() > MAX_STEPS {
             return bad(
                 "tasks.repeat_steps",
@@ -291,13 +343,7 @@ impl Scenario {
                 }
             }
         }
-        s.faults.validate(
-            FaultFleet {
-                workers: s.fleet.workers,
-                reclaimers: s.fleet.reclaimers,
-            },
-            s.limits.max_sim_time_ms,
-        )?;
+        s.faults.validate(&FaultFleet::of(&s.fleet), s.limits.max_sim_time_ms)?;
         if s.limits.max_events == 0 {
             return bad("limits.max_events", "must be greater than 0");
         }
@@ -354,10 +400,7 @@ impl ValidScenario {
     }
 
     pub fn fleet(&self) -> FaultFleet {
-        FaultFleet {
-            workers: self.scenario.fleet.workers,
-            reclaimers: self.scenario.fleet.reclaimers,
-        }
+        FaultFleet::of(&self.scenario.fleet)
     }
 
     pub fn protocol_config(&self, variant: Variant) -> ProtocolConfig {

@@ -106,80 +106,52 @@ fn size_of(s: &Scenario, plan: &FaultPlan, outcome: &RunOutcome) -> RunSize {
         faults: plan.len() as u64,
         workers: s.fleet.workers,
         reclaimers: s.fleet.reclaimers,
-        tasks: s.tasks.count,
+        tasks: s.tasks.total(),
         steps: s.tasks.steps_per_task(),
         events: outcome.events(),
     }
 }
 
-/// Move plan faults from one fleet layout to another: workers keep their
-/// ids, reclaimers follow the workers; faults on nodes that no longer exist go.
-fn remap_plan(plan: &FaultPlan, workers: u32, new_workers: u32, new_reclaimers: u32) -> FaultPlan {
-    remap_plan_with(plan, workers, new_workers, new_reclaimers, &|w| (w < new_workers).then_some(w))
+/// The node a fault concerns, if any.
+fn fault_node_mut(f: &mut Fault) -> Option<&mut NodeId> {
+    match f {
+        Fault::Crash { node, .. }
+        | Fault::CrashAt { node, .. }
+        | Fault::Restart { node, .. }
+        | Fault::Pause { node, .. }
+        | Fault::PauseAt { node, .. }
+        | Fault::Resume { node }
+        | Fault::ClockJump { node, .. }
+        | Fault::Message { node, .. }
+        | Fault::Partition { node, .. }
+        | Fault::PartitionHealed { node, .. } => Some(node),
+        Fault::StoreOutage { .. } | Fault::StoreRecovered { .. } => None,
+    }
 }
 
-/// The workers a plan's faults touch, in id order.
-fn workers_in_plan(plan: &FaultPlan, workers: u32) -> Vec<u32> {
-    let mut ids: Vec<u32> = plan
-        .faults
-        .iter()
-        .filter_map(|f| match *f {
-            Fault::Crash { node, .. }
-            | Fault::CrashAt { node, .. }
-            | Fault::Pause { node, .. }
-            | Fault::PauseAt { node, .. }
-            | Fault::ClockJump { node, .. }
-            | Fault::Message { node, .. }
-            | Fault::Partition { node, .. } => Some(node.0),
-            _ => None,
-        })
-        .filter(|n| *n < workers)
-        .collect();
-    ids.sort_unstable();
-    ids.dedup();
-    ids
-}
-
-fn remap_plan_with(
+/// Move plan faults to a smaller fleet: worker positions move by
+/// `worker_map` (`None`: gone, with their faults), reclaimer positions by
+/// `reclaimer_map`; reclaimers always follow the workers.
+fn remap_plan(
     plan: &FaultPlan,
     workers: u32,
     new_workers: u32,
-    new_reclaimers: u32,
     worker_map: &dyn Fn(u32) -> Option<u32>,
+    reclaimer_map: &dyn Fn(u32) -> Option<u32>,
 ) -> FaultPlan {
-    let map = |n: NodeId| -> Option<NodeId> {
-        if n.0 < workers {
-            worker_map(n.0).map(NodeId)
-        } else {
-            let r = n.0 - workers;
-            (r < new_reclaimers).then_some(NodeId(new_workers + r))
-        }
-    };
     let faults = plan
         .faults
         .iter()
         .filter_map(|f| {
             let mut f = *f;
-            let node = match &mut f {
-                Fault::Crash { node, .. }
-                | Fault::CrashAt { node, .. }
-                | Fault::Restart { node, .. }
-                | Fault::Pause { node, .. }
-                | Fault::PauseAt { node, .. }
-                | Fault::Resume { node }
-                | Fault::ClockJump { node, .. }
-                | Fault::Message { node, .. }
-                | Fault::Partition { node, .. }
-                | Fault::PartitionHealed { node, .. } => Some(node),
-                Fault::StoreOutage { .. } | Fault::StoreRecovered { .. } => None,
-            };
-            match node {
-                Some(node) => {
-                    *node = map(*node)?;
-                    Some(f)
-                }
-                None => Some(f),
+            if let Some(node) = fault_node_mut(&mut f) {
+                *node = if node.0 < workers {
+                    NodeId(worker_map(node.0)?)
+                } else {
+                    NodeId(new_workers + reclaimer_map(node.0 - workers)?)
+                };
             }
+            Some(f)
         })
         .collect();
     FaultPlan { faults }
@@ -267,63 +239,93 @@ impl Shrinker {
         }
     }
 
-    fn with_tasks(&self, tasks: u32) -> (Scenario, FaultPlan) {
+    /// Keep only the workers (or reclaimers) at positions `keep`, with their
+    /// identities, so each keeps its own random streams and behaviour.
+    fn with_subset(&self, keep: &[usize], reclaimers: bool) -> (Scenario, FaultPlan) {
         let mut s = self.scenario.clone();
-        s.tasks.count = tasks;
+        let workers = s.fleet.workers;
+        let position = |x: u32| keep.iter().position(|k| *k == x as usize).map(|i| i as u32);
+        let same = |x: u32| Some(x);
+        let plan = if reclaimers {
+            let ids = s.fleet.reclaimer_ids();
+            s.fleet.reclaimers = keep.len() as u32;
+            s.fleet.reclaimer_ids = Some(keep.iter().map(|k| ids[*k]).collect());
+            remap_plan(&self.plan, workers, workers, &same, &position)
+        } else {
+            let ids = s.fleet.worker_ids();
+            s.fleet.workers = keep.len() as u32;
+            s.fleet.worker_ids = Some(keep.iter().map(|k| ids[*k]).collect());
+            remap_plan(&self.plan, workers, keep.len() as u32, &position, &same)
+        };
+        (s, plan)
+    }
+
+    fn with_task_subset(&self, keep: &[usize]) -> (Scenario, FaultPlan) {
+        let mut s = self.scenario.clone();
+        let current: Vec<u32> = s.tasks.only.clone().unwrap_or_else(|| (0..s.tasks.count).collect());
+        s.tasks.only = Some(keep.iter().map(|k| current[*k]).collect());
         (s, self.plan.clone())
     }
 
-    fn with_workers(&self, workers: u32) -> (Scenario, FaultPlan) {
-        let mut s = self.scenario.clone();
-        let plan = remap_plan(&self.plan, s.fleet.workers, workers, s.fleet.reclaimers);
-        s.fleet.workers = workers;
-        (s, plan)
-    }
-
-    /// Keep only `workers` workers, renumbering the ones the plan's faults
-    /// touch to the lowest ids so that their faults survive the cut.
-    fn with_workers_compacted(&self, workers: u32) -> (Scenario, FaultPlan) {
-        let mut s = self.scenario.clone();
-        let touched = workers_in_plan(&self.plan, s.fleet.workers);
-        let map = |w: u32| touched.iter().position(|t| *t == w).map(|i| i as u32).filter(|i| *i < workers);
-        let plan = remap_plan_with(&self.plan, s.fleet.workers, workers, s.fleet.reclaimers, &map);
-        s.fleet.workers = workers;
-        (s, plan)
-    }
-
-    fn shrink_workers(&mut self) {
-        loop {
-            let current = self.scenario.fleet.workers;
-            if current <= 1 || self.out_of_budget() {
-                return;
-            }
-            let touched = workers_in_plan(&self.plan, current).len() as u32;
-            let mut targets = vec![(current / 2).max(1), touched.clamp(1, current - 1), current - 1];
-            targets.dedup();
-            let mut progressed = false;
-            for target in targets {
-                let (s, p) = self.with_workers_compacted(target);
-                if self.try_candidate(s, p) {
-                    progressed = true;
-                    break;
+    /// Delta debugging over which of `len` things (tasks, workers,
+    /// reclaimers) to keep; `make` builds the candidate keeping positions.
+    fn ddmin_positions(&mut self, len_of: fn(&Self) -> usize, make: fn(&Self, &[usize]) -> (Scenario, FaultPlan)) {
+        let mut n = 2usize;
+        while len_of(self) >= 2 && !self.out_of_budget() {
+            let len = len_of(self);
+            let chunk = len.div_ceil(n);
+            let mut reduced = false;
+            for i in 0..len.div_ceil(chunk) {
+                let keep: Vec<usize> = (0..len).filter(|p| *p / chunk != i).collect();
+                if keep.is_empty() {
+                    continue;
                 }
-                let (s, p) = self.with_workers(target);
+                let (s, p) = make(self, &keep);
                 if self.try_candidate(s, p) {
-                    progressed = true;
+                    n = (n - 1).max(2);
+                    reduced = true;
                     break;
                 }
             }
-            if !progressed {
-                return;
+            if !reduced {
+                if n >= len {
+                    break;
+                }
+                n = (2 * n).min(len);
             }
         }
     }
 
-    fn with_reclaimers(&self, reclaimers: u32) -> (Scenario, FaultPlan) {
+    fn ddmin_tasks(&mut self) {
+        // Quick win first: only the tasks the violations name.
+        let named: Vec<usize> = self
+            .best
+            .violations
+            .iter()
+            .filter(|v| v.invariant == self.invariant)
+            .filter_map(|v| v.task.map(|t| t.0 as usize))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if !named.is_empty() && named.len() < self.scenario.tasks.total() as usize {
+            let (s, p) = self.with_task_subset(&named);
+            self.try_candidate(s, p);
+        }
+        self.ddmin_positions(|sh| sh.scenario.tasks.total() as usize, |sh, keep| sh.with_task_subset(keep));
+    }
+
+    fn ddmin_workers(&mut self) {
+        self.ddmin_positions(|sh| sh.scenario.fleet.workers as usize, |sh, keep| sh.with_subset(keep, false));
+    }
+
+    fn ddmin_reclaimers(&mut self) {
+        self.ddmin_positions(|sh| sh.scenario.fleet.reclaimers as usize, |sh, keep| sh.with_subset(keep, true));
+    }
+
+    fn with_page_size(&self, page: u32) -> (Scenario, FaultPlan) {
         let mut s = self.scenario.clone();
-        let plan = remap_plan(&self.plan, s.fleet.workers, s.fleet.workers, reclaimers);
-        s.fleet.reclaimers = reclaimers;
-        (s, plan)
+        s.protocol.scan_page_size = page;
+        (s, self.plan.clone())
     }
 
     fn with_steps(&self, steps: u32) -> (Scenario, FaultPlan) {
@@ -353,10 +355,7 @@ impl Shrinker {
 /// or times past the (shorter) fault phase, are dropped: the plan carries the
 /// faults that matter.
 fn validate(mut s: Scenario) -> Option<ValidScenario> {
-    let fleet = crate::fault_model::Fleet {
-        workers: s.fleet.workers,
-        reclaimers: s.fleet.reclaimers,
-    };
+    let fleet = crate::fault_model::Fleet::of(&s.fleet);
     let phase = s.faults.fault_phase_ms;
     s.faults.scheduled.retain(|f| {
         use crate::fault_model::ScheduledFault::*;
@@ -423,14 +422,21 @@ pub fn shrink(scn: &ValidScenario, seed: u64, variant: Variant, limits: ShrinkLi
         limits,
         started,
     };
-    // Fewer tasks first: it makes every later candidate cheaper.
-    sh.shrink_dimension(|s| s.tasks.count, 1, &|sh, n| sh.with_tasks(n));
-    sh.ddmin_plan();
-    sh.shrink_workers();
-    sh.shrink_dimension(|s| s.fleet.reclaimers, 1, &|sh, n| sh.with_reclaimers(n));
-    sh.shrink_dimension(|s| s.tasks.count, 1, &|sh, n| sh.with_tasks(n));
-    sh.shrink_dimension(|s| s.tasks.steps_per_task(), 1, &|sh, n| sh.with_steps(n));
-    sh.ddmin_plan();
+    // Rounds until nothing shrinks any more (bounded). Fewer tasks first: it
+    // makes every later candidate cheaper.
+    for _round in 0..4 {
+        let before = (sh.plan.len(), sh.scenario.tasks.total(), sh.scenario.fleet.workers, sh.scenario.fleet.reclaimers);
+        sh.ddmin_tasks();
+        sh.ddmin_plan();
+        sh.ddmin_workers();
+        sh.ddmin_reclaimers();
+        sh.shrink_dimension(|s| s.protocol.scan_page_size, 1, &|sh, n| sh.with_page_size(n));
+        sh.shrink_dimension(|s| s.tasks.steps_per_task(), 1, &|sh, n| sh.with_steps(n));
+        let after = (sh.plan.len(), sh.scenario.tasks.total(), sh.scenario.fleet.workers, sh.scenario.fleet.reclaimers);
+        if after == before || sh.out_of_budget() {
+            break;
+        }
+    }
     sh.shorten_fault_phase();
     let message = sh
         .best

@@ -431,11 +431,19 @@ impl FaultInjector {
         std::mem::take(&mut self.scheduled)
     }
 
-    fn rng(per_node: &mut Vec<ChaCha8Rng>, streams: &RngStreams, node: NodeId) -> usize {
-        while per_node.len() <= node.index() {
-            let index = per_node.len() as u32;
-            per_node.push(streams.stream(Concern::Faults, index));
+    /// Give `node` its own step-fault stream, keyed by its stable stream id.
+    pub fn register_node(&mut self, node: NodeId, stream_id: u32) {
+        if let Mode::Generate {
+            per_node, streams, ..
+        } = &mut self.mode
+        {
+            assert_eq!(per_node.len(), node.index(), "nodes register in order");
+            per_node.push(streams.stream(Concern::Faults, stream_id));
         }
+    }
+
+    fn rng(per_node: &mut [ChaCha8Rng], _streams: &RngStreams, node: NodeId) -> usize {
+        assert!(node.index() < per_node.len(), "unregistered node {}", node.0);
         node.index()
     }
 

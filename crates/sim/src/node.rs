@@ -48,4 +48,7 @@ pub struct NodeSpec {
     pub clock: crate::clock::LocalClock,
     /// When it first boots, in simulated milliseconds.
     pub boot_at_ms: u64,
+    /// Which random streams the node draws from. Stable identities make runs
+    /// shrinkable: a node keeps its dice when other nodes are removed.
+    pub stream_id: u32,
 }

@@ -25,6 +25,10 @@ pub enum Concern {
     MessageFaults = 7,
     /// Restart delays after a node stops itself; indexed by node.
     Restarts = 8,
+    /// Boot times; indexed by node stream id.
+    Boot = 9,
+    /// Clock skew and drift; indexed by node stream id.
+    Clocks = 10,
 }
 
 #[derive(Clone, Copy, Debug)]

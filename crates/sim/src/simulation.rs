@@ -251,8 +251,14 @@ impl<N: Node> Simulation<N> {
 
     pub fn add_node(&mut self, spec: NodeSpec) -> NodeId {
         let id = NodeId(self.slots.len() as u32);
+        assert!(
+            self.slots.iter().all(|s| s.spec.stream_id != spec.stream_id),
+            "two nodes share random streams"
+        );
+        self.faults.register_node(id, spec.stream_id);
         self.queue
             .push(spec.boot_at_ms * 1_000, Event::Boot { node: id });
+        let stream_id = spec.stream_id;
         self.slots.push(Slot {
             spec,
             node: None,
@@ -264,10 +270,10 @@ impl<N: Node> Simulation<N> {
             paused_until_us: None,
             held: Vec::new(),
             cut: [0; 6],
-            net_rng: self.streams.stream(Concern::Network, id.0),
-            fault_rng: self.streams.stream(Concern::MessageFaults, id.0),
-            work_rng: self.streams.stream(Concern::Services, id.0),
-            restart_rng: self.streams.stream(Concern::Restarts, id.0),
+            net_rng: self.streams.stream(Concern::Network, stream_id),
+            fault_rng: self.streams.stream(Concern::MessageFaults, stream_id),
+            work_rng: self.streams.stream(Concern::Services, stream_id),
+            restart_rng: self.streams.stream(Concern::Restarts, stream_id),
         });
         id
     }
