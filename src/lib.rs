@@ -5,6 +5,7 @@
 
 pub mod catalogue;
 pub mod explain;
+pub mod export;
 pub mod fault_model;
 pub mod hunt;
 pub mod lease_node;
@@ -14,6 +15,7 @@ pub mod scenario;
 pub mod seeds;
 pub mod shrink;
 pub mod store_load;
+pub mod swimlane;
 pub mod trace;
 
 pub use run::{LEASEHOLD_VERSION, RunOutcome, simulate, simulate_with_plan};

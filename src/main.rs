@@ -82,6 +82,16 @@ enum Command {
     },
     /// Tell a failure file's (or trace's) run as a story around its violation.
     Explain { file: PathBuf },
+    /// Draw a failure file's (or trace's) run: Chrome trace JSON for Perfetto,
+    /// or an SVG swimlane.
+    Export {
+        file: PathBuf,
+        /// `perfetto` or `svg`.
+        #[arg(long)]
+        format: String,
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
     /// List the shipped scenarios with the story each one tells.
     Scenarios {
         /// Directory holding scenario files.
@@ -159,6 +169,7 @@ fn main() -> ExitCode {
             json,
         } => commands::shrink::run(&scenario, seed, &variant, out.as_deref(), json),
         Command::Explain { file } => commands::explain::run(&file),
+        Command::Export { file, format, out } => commands::export::run(&file, &format, &out),
         Command::Scenarios { dir, json } => commands::scenarios::scenarios(&dir, json),
         Command::Hunt {
             variants,

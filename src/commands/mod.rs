@@ -1,4 +1,5 @@
 pub mod explain;
+pub mod export;
 pub mod hunt;
 pub mod replay;
 pub mod run;

@@ -1,0 +1,38 @@
+use super::{bad_input, EXIT_OK};
+use leasehold::export::{perfetto, timeline};
+use std::path::Path;
+
+/// `leasehold export FILE --format perfetto|svg --out OUT`: FILE is a failure
+/// file (from `shrink`) or a trace (from `run --trace`).
+pub fn run(file: &Path, format: &str, out: &Path) -> u8 {
+    if !matches!(format, "perfetto" | "svg") {
+        return bad_input(format!("--format: \"{format}\" is not one of perfetto, svg"));
+    }
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) => return bad_input(format!("{}: {e}", file.display())),
+    };
+    let (scn, seed, variant, plan) = match super::explain::load_run(&text) {
+        Ok(x) => x,
+        Err(e) => return bad_input(format!("{}: {e}", file.display())),
+    };
+    let (tl, outcome) = timeline(&scn, seed, variant, plan);
+    let written = match format {
+        "perfetto" => {
+            let value = perfetto(&scn, &tl, &outcome);
+            std::fs::write(out, serde_json::to_string(&value).expect("json serialises"))
+        }
+        _ => leasehold::swimlane::write_svg(&scn, &tl, &outcome, out).map_err(std::io::Error::other),
+    };
+    if let Err(e) = written {
+        return bad_input(format!("--out {}: {e}", out.display()));
+    }
+    println!(
+        "wrote {} ({} lease spans, {} marks, {} violations)",
+        out.display(),
+        tl.spans.len(),
+        tl.marks.len(),
+        outcome.violations.len()
+    );
+    EXIT_OK
+}
