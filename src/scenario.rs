@@ -2,7 +2,7 @@
 //! validated so that every impossible value is named before anything runs.
 
 use leasehold_interface::ServiceId;
-use leasehold_protocol::{ProtocolConfig, Variant};
+use leasehold_protocol::{HeartbeatMode, ProtocolConfig, Variant};
 use leasehold_sim::{Dedup, ServiceSpec};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -49,6 +49,10 @@ pub struct ProtocolSection {
     pub effect_timeout_ms: u64,
     pub retry_backoff_ms: u64,
     pub scan_page_size: u32,
+    /// `"worker"` (one heartbeat document per worker, the default) or
+    /// `"task"` (one lease document per running task).
+    #[serde(default)]
+    pub heartbeat_mode: HeartbeatMode,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -334,6 +338,7 @@ impl Scenario {
             slots_per_worker: self.fleet.slots_per_worker,
             step_services,
             scan_page_size: p.scan_page_size,
+            heartbeat_mode: p.heartbeat_mode,
             variant,
         }
     }

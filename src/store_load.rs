@@ -9,9 +9,12 @@ use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct StoreLoad {
-    /// Writes by workers to their own heartbeat document (registration included).
+    /// Writes by workers to their own heartbeat document (registration
+    /// included); in task heartbeat mode, to their task lease documents
+    /// (creation included).
     pub heartbeat_writes: u64,
-    /// Reclaimer scans of heartbeat documents (pages).
+    /// Reclaimer scans of heartbeat documents (pages); of task lease
+    /// documents in task heartbeat mode.
     pub member_scans: u64,
     /// Worker scans for pending tasks.
     pub pending_scans: u64,
@@ -22,9 +25,13 @@ pub struct StoreLoad {
     pub progress_writes: u64,
     pub completions: u64,
     pub requeues: u64,
+    /// Reclaimers marking a heartbeat document (or a task lease) dead.
     pub mark_dead_writes: u64,
     pub member_deletes: u64,
     pub task_creates: u64,
+    /// Task heartbeat mode: task lease documents deleted, by the worker that
+    /// finished the task or by a reclaimer.
+    pub lease_deletes: u64,
 }
 
 pub struct StoreLoadCounter<'a> {
@@ -65,12 +72,18 @@ impl Observer<DocKey, DocValue, LeaseEvent> for StoreLoadCounter<'_> {
                 DocKey::PendingIdx { .. } => l.pending_scans += 1,
                 _ => l.owned_scans += 1,
             },
+            StoreRequest::DeleteIfVersion {
+                key: DocKey::TaskLease { .. },
+                ..
+            } => l.lease_deletes += 1,
             StoreRequest::DeleteIfVersion { .. } => l.member_deletes += 1,
             StoreRequest::CreateIfAbsent { key, value, .. }
             | StoreRequest::PutIfVersion { key, value, .. }
             | StoreRequest::PutUnconditional { key, value, .. } => match (key, value) {
-                (DocKey::Member { .. }, _) if worker => l.heartbeat_writes += 1,
-                (DocKey::Member { .. }, _) => l.mark_dead_writes += 1,
+                (DocKey::Member { .. } | DocKey::TaskLease { .. }, _) if worker => {
+                    l.heartbeat_writes += 1
+                }
+                (DocKey::Member { .. } | DocKey::TaskLease { .. }, _) => l.mark_dead_writes += 1,
                 (DocKey::Task { .. }, DocValue::Task(t)) => match (*actor, t.state) {
                     (Actor::External, _) => l.task_creates += 1,
                     (_, TaskState::Pending) => l.requeues += 1,

@@ -19,8 +19,10 @@ pub mod reclaimer;
 pub mod variant;
 pub mod worker;
 
-pub use config::{ConfigError, ProtocolConfig};
-pub use docs::{DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId, TaskState};
+pub use config::{ConfigError, HeartbeatMode, ProtocolConfig};
+pub use docs::{
+    DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId, TaskLeaseDoc, TaskState,
+};
 pub use events::LeaseEvent;
 pub use reclaimer::Reclaimer;
 pub use variant::Variant;

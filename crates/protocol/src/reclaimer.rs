@@ -12,9 +12,14 @@
 //! delete the dead document once it owns nothing. A reclaimer that crashes
 //! between any two of these leaves a `Dead` document behind, which every later
 //! scan picks up again.
+//!
+//! In task heartbeat mode the same scan walks task lease documents instead of
+//! heartbeat documents; see `task_lease`.
 
-use crate::config::ProtocolConfig;
-use crate::docs::{DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskState};
+mod task_lease;
+
+use crate::config::{HeartbeatMode, ProtocolConfig};
+use crate::docs::{DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId, TaskState};
 use crate::events::LeaseEvent;
 use crate::outbox::Outbox;
 use crate::variant::Variant;
@@ -34,6 +39,11 @@ enum Purpose {
     ListOwned { owner: Owner },
     Requeue { owner: Owner },
     DeleteMember { owner: Owner },
+    // Task heartbeat mode only (see `task_lease`).
+    ExpireLease { task: TaskId },
+    GetLeasedTask { task: TaskId },
+    RequeueLeased { task: TaskId },
+    DeleteLease { task: TaskId },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -61,6 +71,8 @@ pub struct Reclaimer {
     observed: BTreeMap<Owner, Observation>,
     marking: BTreeSet<Owner>,
     jobs: BTreeMap<Owner, Job>,
+    /// Task heartbeat mode: what this reclaimer knows about task leases.
+    leases: task_lease::LeaseWatch,
     out: Outbox<Purpose>,
     wall_ms: u64,
 }
@@ -79,6 +91,7 @@ impl Reclaimer {
             observed: BTreeMap::new(),
             marking: BTreeSet::new(),
             jobs: BTreeMap::new(),
+            leases: task_lease::LeaseWatch::default(),
             out: Outbox::new(),
             wall_ms: 0,
         }
@@ -123,7 +136,8 @@ impl Reclaimer {
         if !self.scan_in_flight && self.next_scan_at.is_some_and(|t| now >= t) {
             self.scan_started_at = now;
             self.seen_this_scan.clear();
-            self.scan_members(now, DocKey::member_range().0);
+            self.leases.start_scan();
+            self.scan_members(now, self.scan_range().0);
         }
     }
 
@@ -131,11 +145,19 @@ impl Reclaimer {
         now.plus_ms(self.cfg.store_timeout_ms)
     }
 
+    /// What a scan walks: heartbeat documents, or task lease documents.
+    fn scan_range(&self) -> (DocKey, DocKey) {
+        match self.cfg.heartbeat_mode {
+            HeartbeatMode::Worker => DocKey::member_range(),
+            HeartbeatMode::Task => DocKey::task_lease_range(),
+        }
+    }
+
     fn scan_members(&mut self, now: Instant, start: DocKey) {
         self.scan_in_flight = true;
         let op = StoreRequest::Scan {
             start,
-            end: DocKey::member_range().1,
+            end: self.scan_range().1,
             limit: self.cfg.scan_page_size,
         };
         self.out.store(op, Purpose::ScanMembers, self.deadline(now));
@@ -161,6 +183,10 @@ impl Reclaimer {
                 self.jobs.remove(&owner);
             }
             Purpose::Requeue { owner } => self.requeue_settled(_now, owner),
+            Purpose::ExpireLease { .. }
+            | Purpose::GetLeasedTask { .. }
+            | Purpose::RequeueLeased { .. }
+            | Purpose::DeleteLease { .. } => self.on_lease_timeout(purpose),
         }
     }
 
@@ -171,6 +197,7 @@ impl Reclaimer {
                     let last = docs.last().map(|d| d.key);
                     for doc in &docs {
                         self.consider_member(now, doc);
+                        self.consider_task_lease(now, doc);
                     }
                     match (more, last) {
                         (true, Some(DocKey::Member { owner })) => self.scan_members(
@@ -179,11 +206,18 @@ impl Reclaimer {
                                 owner: successor(owner),
                             },
                         ),
+                        (true, Some(DocKey::TaskLease { task })) => self.scan_members(
+                            now,
+                            DocKey::TaskLease {
+                                task: TaskId(task.0 + 1),
+                            },
+                        ),
                         _ => {
                             // Forget workers whose documents are gone, so
                             // memory follows the live fleet.
                             let seen = std::mem::take(&mut self.seen_this_scan);
                             self.observed.retain(|o, _| seen.contains(o));
+                            self.leases.finish_scan();
                             self.finish_scan();
                         }
                     }
@@ -217,6 +251,10 @@ impl Reclaimer {
                     self.out.event(LeaseEvent::ReclaimFinished { owner });
                 }
             }
+            Purpose::ExpireLease { .. }
+            | Purpose::GetLeasedTask { .. }
+            | Purpose::RequeueLeased { .. }
+            | Purpose::DeleteLease { .. } => self.on_lease_reply(now, purpose, reply),
         }
     }
 

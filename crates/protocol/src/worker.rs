@@ -1,7 +1,11 @@
 //! The worker: one heartbeat document, claims with compare-and-set, steps run
 //! through idempotent effects, progress recorded conditionally, self-fencing.
+//! In task heartbeat mode it keeps one lease per running task instead of a
+//! heartbeat document (see `task_lease`).
 
-use crate::config::ProtocolConfig;
+mod task_lease;
+
+use crate::config::{HeartbeatMode, ProtocolConfig};
 use crate::docs::{DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId, TaskState};
 use crate::events::LeaseEvent;
 use crate::outbox::Outbox;
@@ -29,13 +33,46 @@ enum Phase {
 
 #[derive(Clone, Copy, Debug)]
 enum Purpose {
-    Register { sent_at: Instant },
-    Heartbeat { sent_at: Instant, beats: u64 },
+    Register {
+        sent_at: Instant,
+    },
+    Heartbeat {
+        sent_at: Instant,
+        beats: u64,
+    },
     Poll,
-    Claim { task: TaskId, claimed: TaskDoc },
-    ClaimCheck { task: TaskId, epoch: u64 },
-    Effect { task: TaskId, epoch: u64, step: u32 },
-    Progress { task: TaskId, epoch: u64, step: u32 },
+    Claim {
+        task: TaskId,
+        claimed: TaskDoc,
+    },
+    ClaimCheck {
+        task: TaskId,
+        epoch: u64,
+    },
+    Effect {
+        task: TaskId,
+        epoch: u64,
+        step: u32,
+    },
+    Progress {
+        task: TaskId,
+        epoch: u64,
+        step: u32,
+    },
+    // Task heartbeat mode only (see `task_lease`).
+    LeaseCreate {
+        task: TaskId,
+        claimed: TaskDoc,
+        task_version: Version,
+        sent_at: Instant,
+    },
+    LeaseRenew {
+        task: TaskId,
+        epoch: u64,
+        beats: u64,
+        sent_at: Instant,
+    },
+    LeaseRelease,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,6 +109,8 @@ pub struct Worker {
     claim_retries: u32,
     retry_register_at: Option<Instant>,
     runs: BTreeMap<TaskId, Run>,
+    /// Task heartbeat mode: the lease held on each task being claimed or run.
+    leases: BTreeMap<TaskId, task_lease::TaskLease>,
     out: Outbox<Purpose>,
     /// Wall-clock reading at the current input: stamps documents, nothing more.
     wall_ms: u64,
@@ -95,6 +134,7 @@ impl Worker {
             claim_retries: 0,
             retry_register_at: None,
             runs: BTreeMap::new(),
+            leases: BTreeMap::new(),
             out: Outbox::new(),
             wall_ms: 0,
         }
@@ -114,6 +154,10 @@ impl Worker {
 
     fn variant(&self) -> Variant {
         self.cfg.variant
+    }
+
+    fn task_mode(&self) -> bool {
+        self.cfg.heartbeat_mode == HeartbeatMode::Task
     }
 
     fn lease_deadline(&self) -> Option<Instant> {
@@ -136,7 +180,11 @@ impl Worker {
             {
                 consider(t);
             }
-            if !self.heartbeat_in_flight {
+            if self.task_mode() {
+                if let Some(t) = self.task_lease_wakeup() {
+                    consider(t);
+                }
+            } else if !self.heartbeat_in_flight {
                 consider(self.next_heartbeat_at);
             }
             if !self.polling && self.free_slots() > 0 {
@@ -172,6 +220,9 @@ impl Worker {
             self.stop(true);
             return;
         }
+        if self.phase == Phase::Active && self.task_mode() {
+            self.fence_expired_task_leases(now);
+        }
         match input {
             Input::Start => self.register(now),
             Input::Timeout => {}
@@ -203,6 +254,10 @@ impl Worker {
 
     fn register(&mut self, now: Instant) {
         assert_eq!(self.phase, Phase::Registering);
+        if self.task_mode() {
+            self.activate_without_member(now);
+            return;
+        }
         self.retry_register_at = None;
         let op = StoreRequest::CreateIfAbsent {
             key: DocKey::Member { owner: self.me },
@@ -248,7 +303,9 @@ impl Worker {
             }
             return;
         }
-        if !self.heartbeat_in_flight && now >= self.next_heartbeat_at {
+        if self.task_mode() {
+            self.renew_task_leases(now);
+        } else if !self.heartbeat_in_flight && now >= self.next_heartbeat_at {
             self.send_heartbeat(now);
         }
         let due: Vec<(TaskId, Wait)> = self
@@ -356,6 +413,9 @@ impl Worker {
                     run.wait = Wait::RetryProgressAt(now);
                 }
             }
+            Purpose::LeaseCreate { .. } | Purpose::LeaseRenew { .. } | Purpose::LeaseRelease => {
+                self.on_task_lease_timeout(now, purpose)
+            }
         }
     }
 
@@ -371,7 +431,10 @@ impl Worker {
                 self.on_heartbeat_reply(now, sent_at, beats, reply)
             }
             Purpose::Poll => self.on_poll_reply(now, reply),
-            Purpose::Claim { task, claimed } => self.on_claim_reply(now, task, claimed, reply),
+            Purpose::Claim { task, claimed } => {
+                self.on_claim_reply(now, task, claimed, reply);
+                self.settle_claim_lease(now, task);
+            }
             Purpose::ClaimCheck { task, epoch } => match reply {
                 StoreReply::Got { doc } => {
                     let mine = doc
@@ -381,6 +444,7 @@ impl Worker {
                         Some((claimed, version)) => self.start_run(now, task, claimed, version),
                         None => self.poll_later(now),
                     }
+                    self.settle_claim_lease(now, task);
                 }
                 _ => self.on_timeout(now, Purpose::ClaimCheck { task, epoch }),
             },
@@ -388,6 +452,9 @@ impl Worker {
                 self.on_progress_reply(now, task, epoch, step, reply)
             }
             Purpose::Effect { .. } => unreachable!("effects get effect replies"),
+            Purpose::LeaseCreate { .. } | Purpose::LeaseRenew { .. } | Purpose::LeaseRelease => {
+                self.on_task_lease_reply(now, purpose, reply)
+            }
         }
     }
 
@@ -487,17 +554,27 @@ impl Worker {
             epoch: current.epoch + 1,
             ..current
         };
+        if self.task_mode() {
+            // Lease first, claim second: a running task always has a lease.
+            self.create_task_lease(now, task, claimed, doc.version);
+            return;
+        }
+        self.send_claim(now, task, claimed, doc.version);
+    }
+
+    fn send_claim(&mut self, now: Instant, task: TaskId, claimed: TaskDoc, expected: Version) {
+        let key = DocKey::Task { task };
         let index = claimed.index_key(task);
         let op = if self.variant() == Variant::UnconditionalClaim {
             StoreRequest::PutUnconditional {
-                key: doc.key,
+                key,
                 value: DocValue::Task(claimed),
                 index,
             }
         } else {
             StoreRequest::PutIfVersion {
-                key: doc.key,
-                expected: doc.version,
+                key,
+                expected,
                 value: DocValue::Task(claimed),
                 index,
             }
@@ -565,6 +642,12 @@ impl Worker {
         );
         self.polling = false;
         self.next_poll_at = now;
+        if self.task_mode() && !self.task_lease_alive(now, task, doc.epoch) {
+            // The claim landed but its lease may have lapsed meanwhile: never
+            // act on it; the reclaimer re-queues it once the lease expires.
+            self.leases.remove(&task);
+            return;
+        }
         self.runs.insert(
             task,
             Run {
@@ -651,6 +734,8 @@ impl Worker {
     }
 
     fn abandon(&mut self, task: TaskId) {
+        // Task mode: stop renewing; the reclaimer settles the lease.
+        self.leases.remove(&task);
         if let Some(run) = self.runs.remove(&task) {
             self.out.event(LeaseEvent::Abandoned {
                 task,
@@ -702,6 +787,7 @@ impl Worker {
         if step + 1 == run.steps_total {
             self.runs.remove(&task);
             self.out.event(LeaseEvent::Completed { task, epoch });
+            self.release_task_lease(now, task);
             self.next_poll_at = now;
             return;
         }
