@@ -3,6 +3,7 @@
 //! simulator (`leasehold-sim`), attaches the checkers (`leasehold-check`), and
 //! provides the CLI's commands.
 
+pub mod charts;
 pub mod lease_node;
 pub mod panic_capture;
 pub mod run;

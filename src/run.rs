@@ -97,7 +97,10 @@ impl Observer<DocKey, DocValue, LeaseEvent> for RunObserver<'_, '_> {
     }
 
     fn should_stop(&self, now_us: u64) -> bool {
+        // An extra observer may end the run too (a chart's measurement
+        // window); trace writers and comparers never do.
         self.checker.should_stop(now_us)
+            || self.extra.as_ref().is_some_and(|e| e.should_stop(now_us))
     }
 }
 

@@ -88,14 +88,16 @@ impl Observer<DocKey, DocValue, LeaseEvent> for StoreLoadCounter<'_> {
                     (Actor::External, _) => l.task_creates += 1,
                     (_, TaskState::Pending) => l.requeues += 1,
                     (_, TaskState::Done) => l.completions += 1,
+                    // Progress always records one more step than the
+                    // document held; a claim (landed or not) never does.
                     (_, TaskState::Running)
                         if before
                             .and_then(|b| b.value.as_task())
-                            .is_none_or(|b| b.state == TaskState::Pending) =>
+                            .is_some_and(|b| t.steps_done > b.steps_done) =>
                     {
-                        l.claims += 1
+                        l.progress_writes += 1
                     }
-                    (_, TaskState::Running) => l.progress_writes += 1,
+                    (_, TaskState::Running) => l.claims += 1,
                 },
                 _ => {}
             },

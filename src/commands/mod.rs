@@ -1,3 +1,4 @@
+pub mod chart;
 pub mod replay;
 pub mod run;
 pub mod sweep;
