@@ -32,6 +32,9 @@ pub struct StoreLoad {
     /// Task heartbeat mode: task lease documents deleted, by the worker that
     /// finished the task or by a reclaimer.
     pub lease_deletes: u64,
+    /// Task heartbeat mode: lease documents created by workers, one per claim
+    /// attempt (already counted in `heartbeat_writes`).
+    pub lease_creates: u64,
 }
 
 pub struct StoreLoadCounter<'a> {
@@ -77,6 +80,13 @@ impl Observer<DocKey, DocValue, LeaseEvent> for StoreLoadCounter<'_> {
                 ..
             } => l.lease_deletes += 1,
             StoreRequest::DeleteIfVersion { .. } => l.member_deletes += 1,
+            StoreRequest::CreateIfAbsent {
+                key: DocKey::TaskLease { .. },
+                ..
+            } if worker => {
+                l.heartbeat_writes += 1;
+                l.lease_creates += 1;
+            }
             StoreRequest::CreateIfAbsent { key, value, .. }
             | StoreRequest::PutIfVersion { key, value, .. }
             | StoreRequest::PutUnconditional { key, value, .. } => match (key, value) {

@@ -409,7 +409,7 @@ impl super::render::ChartImage for DetectionChart {
         let samples: usize = self.points.iter().map(|p| p.samples).sum();
         root.draw(&Text::new(
             format!(
-                "Measured from each crash record to the store write that claims each orphaned task again: 20 workers x 4 slots, 40 long tasks, 1 reclaimer, {SEEDS} seeds per setting, {samples} orphaned tasks."
+                "From each crash record to the store write that claims each orphaned task again: 20 workers x 4 slots, 40 long tasks, 1 reclaimer, {SEEDS} seeds per setting, {samples} tasks."
             ),
             (20, HEIGHT_PX as i32 - 24),
             note_font(),

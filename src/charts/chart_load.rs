@@ -22,8 +22,12 @@ pub struct LoadPoint {
     pub tasks_per_worker: u32,
     /// Tasks running, averaged over the window (from the store's writes).
     pub mean_running_tasks: f64,
+    /// Simulated seconds until the measurement window opened.
+    pub window_from_s: f64,
     /// Measured: worker writes to heartbeat or task lease documents.
     pub heartbeat_writes_per_min: f64,
+    /// Of which task lease creations (one per claim attempt, task mode).
+    pub lease_creates_per_min: f64,
     /// Workers x 60 / interval in worker mode, running tasks x 60 / interval
     /// in task mode.
     pub expected_per_min: f64,
@@ -102,7 +106,9 @@ fn measure(
             workers: s.fleet.workers,
             tasks_per_worker,
             mean_running_tasks: f64::NAN,
+            window_from_s: f64::NAN,
             heartbeat_writes_per_min: f64::NAN,
+            lease_creates_per_min: f64::NAN,
             expected_per_min: f64::NAN,
             store_ops_per_min: f64::NAN,
             events: outcome.events(),
@@ -111,6 +117,9 @@ fn measure(
         };
     }
     let mean_running_tasks = window.mean_running_tasks();
+    let window_from_s = window
+        .bounds_us()
+        .map_or(f64::NAN, |(from, _)| from as f64 / 1e6);
     let heartbeating = match mode {
         HeartbeatMode::Worker => s.fleet.workers as f64,
         HeartbeatMode::Task => mean_running_tasks,
@@ -120,7 +129,9 @@ fn measure(
         workers: s.fleet.workers,
         tasks_per_worker,
         mean_running_tasks,
+        window_from_s,
         heartbeat_writes_per_min: window.per_minute(window.load().heartbeat_writes),
+        lease_creates_per_min: window.per_minute(window.load().lease_creates),
         expected_per_min: expected_per_min(heartbeating, s.protocol.heartbeat_interval_ms),
         store_ops_per_min: window.per_minute(window.store_ops),
         events: outcome.events(),
@@ -224,7 +235,9 @@ impl LoadChart {
             "workers",
             "tasks_per_worker",
             "running_tasks",
+            "window_from_s",
             "heartbeat_writes_per_min",
+            "of_which_lease_creates_per_min",
             "expected_per_min",
             "error_pct",
             "store_ops_per_min",
@@ -251,7 +264,9 @@ impl LoadChart {
                 p.workers.to_string(),
                 p.tasks_per_worker.to_string(),
                 format!("{:.1}", p.mean_running_tasks),
+                format!("{:.1}", p.window_from_s),
                 format!("{:.0}", p.heartbeat_writes_per_min),
+                format!("{:.0}", p.lease_creates_per_min),
                 format!("{:.0}", p.expected_per_min),
                 error,
                 format!("{:.0}", p.store_ops_per_min),

@@ -13,7 +13,8 @@ use std::time::Instant;
 pub const TASK_EVERY_MS: u64 = 20_000;
 /// Before the window: workers boot, the stream settles.
 pub const WARMUP_MS: u64 = 20_000;
-pub const WINDOW_MS: u64 = 40_000;
+/// Four heartbeat intervals, four reclaimer scans.
+pub const WINDOW_MS: u64 = 20_000;
 
 /// Counts one kind of operation in a window's load.
 pub type KindCount = fn(&StoreLoad) -> u64;

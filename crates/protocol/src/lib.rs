@@ -6,6 +6,10 @@
 //! longer prove its lease is alive. A [`Reclaimer`] watches heartbeat documents
 //! on its own clock and re-queues the tasks of workers that went quiet.
 //!
+//! In task heartbeat mode ([`HeartbeatMode::Task`]) a worker keeps one lease
+//! document per running task instead, created before the claim and renewed
+//! every interval, and the reclaimer watches those leases one task at a time.
+//!
 //! Architecture invariant: this crate never reads a clock, never does IO and
 //! never draws randomness. Time arrives with every input; every store request,
 //! effect call and event leaves as an output. It does not depend on the
