@@ -3,14 +3,14 @@
 //! epoch, every effect and its outcome, every fault, every reclaim, in order,
 //! ending in the invariant that broke and why.
 
-use crate::run::{node_roles, simulate_with_plan, RunOutcome};
+use crate::run::{RunOutcome, node_roles, simulate_with_plan};
 use crate::scenario::ValidScenario;
 use leasehold_check::NodeRole;
 use leasehold_interface::{EffectReply, StoreReply, StoreRequest};
 use leasehold_protocol::{DocKey, DocValue, LeaseEvent, TaskId, TaskState, Variant};
 use leasehold_sim::{
-    Actor, CrashPoint, Direction, Fault, FaultPlan, Leg, Link, LossReason, MessageAction, NodeId, Observer, Record,
-    RecordKind,
+    Actor, CrashPoint, Direction, Fault, FaultPlan, Leg, Link, LossReason, MessageAction, NodeId,
+    Observer, Record, RecordKind,
 };
 use std::collections::BTreeSet;
 
@@ -53,28 +53,60 @@ impl Teller<'_> {
         let n = |t: &Self, node: NodeId| t.node(node, None);
         let text = match *fault {
             Fault::Crash { node, point, .. } => match point {
-                CrashPoint::BeforeInput => format!("CRASH: {} dies before handling its next input", n(self, node)),
+                CrashPoint::BeforeInput => format!(
+                    "CRASH: {} dies before handling its next input",
+                    n(self, node)
+                ),
                 CrashPoint::BetweenOutputs { emitted } => {
-                    format!("CRASH: {} dies mid-step, after {emitted} of its outputs left", n(self, node))
+                    format!(
+                        "CRASH: {} dies mid-step, after {emitted} of its outputs left",
+                        n(self, node)
+                    )
                 }
             },
-            Fault::CrashAt { node, .. } => format!("CRASH: {} is killed (deploy or node failure)", n(self, node)),
+            Fault::CrashAt { node, .. } => format!(
+                "CRASH: {} is killed (deploy or node failure)",
+                n(self, node)
+            ),
             Fault::Restart { node, incarnation } => {
-                format!("{} restarts as incarnation {incarnation}, remembering nothing", n(self, node))
+                format!(
+                    "{} restarts as incarnation {incarnation}, remembering nothing",
+                    n(self, node)
+                )
             }
-            Fault::Pause { node, duration_us, after_outputs, .. } => format!(
+            Fault::Pause {
+                node,
+                duration_us,
+                after_outputs,
+                ..
+            } => format!(
                 "PAUSE: {} freezes for {:.1} s (stop-the-world GC) after {after_outputs} outputs of its step left",
                 n(self, node),
                 duration_us as f64 / 1e6
             ),
-            Fault::PauseAt { node, duration_us, .. } => {
-                format!("PAUSE: {} freezes for {:.1} s", n(self, node), duration_us as f64 / 1e6)
+            Fault::PauseAt {
+                node, duration_us, ..
+            } => {
+                format!(
+                    "PAUSE: {} freezes for {:.1} s",
+                    n(self, node),
+                    duration_us as f64 / 1e6
+                )
             }
-            Fault::Resume { node } => format!("{} wakes up and carries on as if nothing happened", n(self, node)),
+            Fault::Resume { node } => format!(
+                "{} wakes up and carries on as if nothing happened",
+                n(self, node)
+            ),
             Fault::ClockJump { node, delta_us, .. } => {
-                format!("CLOCK: {}'s wall clock jumps by {:+.1} s", n(self, node), delta_us as f64 / 1e6)
+                format!(
+                    "CLOCK: {}'s wall clock jumps by {:+.1} s",
+                    n(self, node),
+                    delta_us as f64 / 1e6
+                )
             }
-            Fault::Message { node, leg, action, .. } => {
+            Fault::Message {
+                node, leg, action, ..
+            } => {
                 let what = match leg {
                     Leg::ToStore => "request to the store",
                     Leg::FromStore => "reply from the store",
@@ -84,13 +116,21 @@ impl Teller<'_> {
                 let how = match action {
                     MessageAction::Drop => "is lost".to_string(),
                     MessageAction::Duplicate { .. } => "is delivered twice".to_string(),
-                    MessageAction::Delay { extra_us } => format!("is delayed {:.1} s", extra_us as f64 / 1e6),
+                    MessageAction::Delay { extra_us } => {
+                        format!("is delayed {:.1} s", extra_us as f64 / 1e6)
+                    }
                     MessageAction::Fail => "is refused".to_string(),
                     MessageAction::Hang => "hangs forever".to_string(),
                 };
                 format!("NETWORK: {}'s {what} {how}", n(self, node))
             }
-            Fault::Partition { node, link, direction, duration_us, .. } => format!(
+            Fault::Partition {
+                node,
+                link,
+                direction,
+                duration_us,
+                ..
+            } => format!(
                 "PARTITION: {} loses {} its link to {} for {:.1} s",
                 n(self, node),
                 match direction {
@@ -118,7 +158,13 @@ impl Observer<DocKey, DocValue, LeaseEvent> for Teller<'_> {
     fn record(&mut self, record: &Record<'_, DocKey, DocValue, LeaseEvent>) {
         let t = record.time_us;
         match &record.kind {
-            RecordKind::Store { actor, op, reply, before, .. } => {
+            RecordKind::Store {
+                actor,
+                op,
+                reply,
+                before,
+                ..
+            } => {
                 let Some(DocKey::Task { task }) = op.key() else {
                     return;
                 };
@@ -136,41 +182,66 @@ impl Observer<DocKey, DocValue, LeaseEvent> for Teller<'_> {
                 let old = before.and_then(|b| b.value.as_task().copied());
                 let blind = matches!(op, StoreRequest::PutUnconditional { .. });
                 let text = match reply {
-                    StoreReply::Written { .. } => (match (old.map(|o| o.state), new.state) {
-                        (None, _) => format!("task {} arrives", task.0),
-                        (Some(TaskState::Pending), TaskState::Running) => {
-                            format!("{who} claims task {} (epoch {})", task.0, new.epoch)
+                    StoreReply::Written { .. } => {
+                        (match (old.map(|o| o.state), new.state) {
+                            (None, _) => format!("task {} arrives", task.0),
+                            (Some(TaskState::Pending), TaskState::Running) => {
+                                format!("{who} claims task {} (epoch {})", task.0, new.epoch)
+                            }
+                            (Some(TaskState::Running), TaskState::Running) => {
+                                format!(
+                                    "{who} records step {} of task {} done",
+                                    new.steps_done.saturating_sub(1),
+                                    task.0
+                                )
+                            }
+                            (_, TaskState::Done) => {
+                                format!("{who} completes task {} (epoch {})", task.0, new.epoch)
+                            }
+                            (_, TaskState::Pending) => format!(
+                                "{who} re-queues task {} (epoch {} -> {})",
+                                task.0,
+                                old.map_or(0, |o| o.epoch),
+                                new.epoch
+                            ),
+                            (_, TaskState::Running) => format!(
+                                "{who} writes task {}: running, owner {}, epoch {}",
+                                task.0,
+                                new.owner.map_or("-".to_string(), |o| o.to_string()),
+                                new.epoch
+                            ),
+                        }) + if blind {
+                            " [blind write, no condition]"
+                        } else {
+                            ""
                         }
-                        (Some(TaskState::Running), TaskState::Running) => {
-                            format!("{who} records step {} of task {} done", new.steps_done.saturating_sub(1), task.0)
-                        }
-                        (_, TaskState::Done) => format!("{who} completes task {} (epoch {})", task.0, new.epoch),
-                        (_, TaskState::Pending) => format!(
-                            "{who} re-queues task {} (epoch {} -> {})",
-                            task.0,
-                            old.map_or(0, |o| o.epoch),
-                            new.epoch
-                        ),
-                        (_, TaskState::Running) => format!(
-                            "{who} writes task {}: running, owner {}, epoch {}",
-                            task.0,
-                            new.owner.map_or("-".to_string(), |o| o.to_string()),
-                            new.epoch
-                        ),
-                    }) + if blind { " [blind write, no condition]" } else { "" },
+                    }
                     StoreReply::Conflict { .. } => {
-                        format!("the store refuses {who}'s write to task {}: it moved on", task.0)
+                        format!(
+                            "the store refuses {who}'s write to task {}: it moved on",
+                            task.0
+                        )
                     }
                     StoreReply::Unavailable => format!("the store is unavailable to {who}"),
                     _ => return,
                 };
                 self.say(t, text);
             }
-            RecordKind::Effect { actor, call, outcome, decided_us, .. } => {
+            RecordKind::Effect {
+                actor,
+                call,
+                outcome,
+                decided_us,
+                ..
+            } => {
                 if !self.tasks.contains(&(call.resource as u32)) {
                     return;
                 }
-                let service = self.services.get(call.service.0 as usize).cloned().unwrap_or_default();
+                let service = self
+                    .services
+                    .get(call.service.0 as usize)
+                    .cloned()
+                    .unwrap_or_default();
                 let what = match outcome {
                     EffectReply::Applied => "APPLIES",
                     EffectReply::Deduplicated => "deduplicates",
@@ -192,21 +263,36 @@ impl Observer<DocKey, DocValue, LeaseEvent> for Teller<'_> {
                 );
             }
             RecordKind::Fault(f) => self.fault(t, f),
-            RecordKind::Event { node, incarnation, event } => {
+            RecordKind::Event {
+                node,
+                incarnation,
+                event,
+            } => {
                 let who = self.node(*node, Some(*incarnation));
                 let text = match event {
                     LeaseEvent::DeclaredDead { owner } => format!("{who} declares {owner} dead"),
-                    LeaseEvent::Fenced { lease_lost: true, .. } => {
+                    LeaseEvent::Fenced {
+                        lease_lost: true, ..
+                    } => {
                         format!("{who} cannot prove its lease and fences itself: it stops all work")
                     }
                     LeaseEvent::Abandoned { task, epoch } if self.tasks.contains(&task.0) => {
-                        format!("{who} gives up task {} (epoch {epoch}): it moved on", task.0)
+                        format!(
+                            "{who} gives up task {} (epoch {epoch}): it moved on",
+                            task.0
+                        )
                     }
                     _ => return,
                 };
                 self.say(record.time_us, text);
             }
-            RecordKind::Lost { node, incarnation, leg, reason, .. } => {
+            RecordKind::Lost {
+                node,
+                incarnation,
+                leg,
+                reason,
+                ..
+            } => {
                 let why = match reason {
                     LossReason::Partition => "the partition",
                     LossReason::StoreOutage => "the store outage",
@@ -219,7 +305,10 @@ impl Observer<DocKey, DocValue, LeaseEvent> for Teller<'_> {
                 };
                 self.say(t, format!("{what} of {who} is lost to {why}"));
             }
-            RecordKind::HealPhase => self.say(t, "--- faults stop here: the heal phase begins ---".to_string()),
+            RecordKind::HealPhase => self.say(
+                t,
+                "--- faults stop here: the heal phase begins ---".to_string(),
+            ),
             _ => {}
         }
     }
@@ -228,7 +317,12 @@ impl Observer<DocKey, DocValue, LeaseEvent> for Teller<'_> {
 /// The story of `seed` (with `plan`, if given) as lines of text, ending with
 /// the violations. Runs the simulation twice: once to learn which tasks the
 /// violations involve, once to tell their story.
-pub fn explain(scn: &ValidScenario, seed: u64, variant: Variant, plan: Option<FaultPlan>) -> (Vec<String>, RunOutcome) {
+pub fn explain(
+    scn: &ValidScenario,
+    seed: u64,
+    variant: Variant,
+    plan: Option<FaultPlan>,
+) -> (Vec<String>, RunOutcome) {
     let first = simulate_with_plan(scn, seed, variant, plan.clone(), None);
     let tasks: BTreeSet<u32> = first
         .violations
@@ -261,7 +355,11 @@ pub fn explain(scn: &ValidScenario, seed: u64, variant: Variant, plan: Option<Fa
     let keep_head = MAX_STORY_LINES / 2;
     for (i, (t, text)) in lines.iter().enumerate() {
         if lines.len() > MAX_STORY_LINES && i == keep_head {
-            out.push(format!("  {:>11}  ... {} more lines ...", "", lines.len() - MAX_STORY_LINES));
+            out.push(format!(
+                "  {:>11}  ... {} more lines ...",
+                "",
+                lines.len() - MAX_STORY_LINES
+            ));
         }
         if lines.len() > MAX_STORY_LINES && i >= keep_head && i < lines.len() - keep_head {
             continue;
@@ -269,7 +367,12 @@ pub fn explain(scn: &ValidScenario, seed: u64, variant: Variant, plan: Option<Fa
         out.push(format!("  {}  {text}", secs(*t)));
     }
     for v in outcome.violations.iter().take(3) {
-        out.push(format!("VIOLATION {} at {:.3} s: {}", v.invariant, v.time_ms as f64 / 1e3, v.message));
+        out.push(format!(
+            "VIOLATION {} at {:.3} s: {}",
+            v.invariant,
+            v.time_ms as f64 / 1e3,
+            v.message
+        ));
     }
     if outcome.ok() {
         out.push("no invariant was violated in this run".to_string());

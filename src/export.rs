@@ -1,13 +1,13 @@
 //! Pictures of a run: Chrome trace event JSON (opens in Perfetto) and an SVG
 //! swimlane. Both are built from the run's records, never from node beliefs.
 
-use crate::run::{node_roles, simulate_with_plan, RunOutcome};
+use crate::run::{RunOutcome, node_roles, simulate_with_plan};
 use crate::scenario::ValidScenario;
 use leasehold_check::NodeRole;
 use leasehold_interface::{StoreReply, StoreRequest};
 use leasehold_protocol::{DocKey, DocValue, LeaseEvent, Owner, TaskState, Variant};
 use leasehold_sim::{Actor, Fault, FaultPlan, NodeId, Observer, Record, RecordKind};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 /// One stretch of time during which a worker incarnation held a task.
@@ -56,7 +56,11 @@ impl Collector<'_> {
     fn node_of_owner(&self, owner: Owner) -> Option<NodeId> {
         self.roles
             .iter()
-            .position(|r| *r == NodeRole::Worker { worker: owner.worker })
+            .position(|r| {
+                *r == NodeRole::Worker {
+                    worker: owner.worker,
+                }
+            })
             .map(|i| NodeId(i as u32))
     }
 
@@ -67,8 +71,21 @@ impl Collector<'_> {
         }
     }
 
-    fn mark(&mut self, node: NodeId, time_us: u64, kind: &'static str, detail: String, duration_us: u64) {
-        self.tl.marks.push(Mark { node, time_us, kind, detail, duration_us });
+    fn mark(
+        &mut self,
+        node: NodeId,
+        time_us: u64,
+        kind: &'static str,
+        detail: String,
+        duration_us: u64,
+    ) {
+        self.tl.marks.push(Mark {
+            node,
+            time_us,
+            kind,
+            detail,
+            duration_us,
+        });
     }
 }
 
@@ -77,7 +94,9 @@ impl Observer<DocKey, DocValue, LeaseEvent> for Collector<'_> {
         let t = record.time_us;
         self.tl.end_us = t;
         match &record.kind {
-            RecordKind::Store { actor, op, reply, .. } => {
+            RecordKind::Store {
+                actor, op, reply, ..
+            } => {
                 if !matches!(reply, StoreReply::Written { .. }) {
                     return;
                 }
@@ -97,7 +116,9 @@ impl Observer<DocKey, DocValue, LeaseEvent> for Collector<'_> {
                             TaskState::Pending => self.close(task, t, "re-queued"),
                             TaskState::Running => {
                                 let owner = doc.owner.expect("running tasks have owners");
-                                let same = held.as_ref().is_some_and(|h| h.owner == owner && h.epoch == doc.epoch);
+                                let same = held
+                                    .as_ref()
+                                    .is_some_and(|h| h.owner == owner && h.epoch == doc.epoch);
                                 if !same {
                                     self.close(task, t, "taken over");
                                     if let Some(node) = self.node_of_owner(owner) {
@@ -133,22 +154,41 @@ impl Observer<DocKey, DocValue, LeaseEvent> for Collector<'_> {
                 Fault::Restart { node, incarnation } => {
                     self.mark(node, t, "restart", format!("incarnation {incarnation}"), 0)
                 }
-                Fault::Pause { node, duration_us, .. } | Fault::PauseAt { node, duration_us, .. } => {
-                    self.mark(node, t, "pause", String::new(), duration_us)
+                Fault::Pause {
+                    node, duration_us, ..
                 }
-                Fault::ClockJump { node, delta_us, .. } => {
-                    self.mark(node, t, "clock jump", format!("{:+.1} s", delta_us as f64 / 1e6), 0)
-                }
-                Fault::Partition { node, link, direction, duration_us, .. } => {
-                    self.mark(node, t, "partition", format!("{link:?} {direction:?}"), duration_us)
-                }
-                Fault::Message { node, leg, action, .. } => {
-                    self.mark(node, t, "lost", format!("{leg:?} {action:?}"), 0)
-                }
+                | Fault::PauseAt {
+                    node, duration_us, ..
+                } => self.mark(node, t, "pause", String::new(), duration_us),
+                Fault::ClockJump { node, delta_us, .. } => self.mark(
+                    node,
+                    t,
+                    "clock jump",
+                    format!("{:+.1} s", delta_us as f64 / 1e6),
+                    0,
+                ),
+                Fault::Partition {
+                    node,
+                    link,
+                    direction,
+                    duration_us,
+                    ..
+                } => self.mark(
+                    node,
+                    t,
+                    "partition",
+                    format!("{link:?} {direction:?}"),
+                    duration_us,
+                ),
+                Fault::Message {
+                    node, leg, action, ..
+                } => self.mark(node, t, "lost", format!("{leg:?} {action:?}"), 0),
                 _ => {}
             },
             RecordKind::Event { node, event, .. } => match event {
-                LeaseEvent::DeclaredDead { owner } => self.mark(*node, t, "declared dead", owner.to_string(), 0),
+                LeaseEvent::DeclaredDead { owner } => {
+                    self.mark(*node, t, "declared dead", owner.to_string(), 0)
+                }
                 LeaseEvent::Fenced { .. } => self.mark(*node, t, "fenced", String::new(), 0),
                 _ => {}
             },
@@ -158,9 +198,17 @@ impl Observer<DocKey, DocValue, LeaseEvent> for Collector<'_> {
 }
 
 /// Re-run and gather the timeline (and the outcome, for the violation).
-pub fn timeline(scn: &ValidScenario, seed: u64, variant: Variant, plan: Option<FaultPlan>) -> (Timeline, RunOutcome) {
+pub fn timeline(
+    scn: &ValidScenario,
+    seed: u64,
+    variant: Variant,
+    plan: Option<FaultPlan>,
+) -> (Timeline, RunOutcome) {
     let roles = node_roles(scn);
-    let mut c = Collector { roles: &roles, tl: Timeline::default() };
+    let mut c = Collector {
+        roles: &roles,
+        tl: Timeline::default(),
+    };
     let outcome = simulate_with_plan(scn, seed, variant, plan, Some(&mut c));
     let end = c.tl.end_us;
     for s in c.tl.spans.iter_mut().filter(|s| s.ending == "still held") {
@@ -186,8 +234,10 @@ pub fn perfetto(scn: &ValidScenario, tl: &Timeline, outcome: &RunOutcome) -> Val
     let mut events: Vec<Value> = Vec::new();
     for (i, _) in roles.iter().enumerate() {
         let pid = i as u64 + 1;
-        events.push(json!({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
-            "args": {"name": node_name(&roles, NodeId(i as u32))}}));
+        events.push(
+            json!({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
+            "args": {"name": node_name(&roles, NodeId(i as u32))}}),
+        );
         events.push(json!({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": i}}));
         events.push(json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": 0, "args": {"name": "node"}}));
     }
@@ -196,28 +246,40 @@ pub fn perfetto(scn: &ValidScenario, tl: &Timeline, outcome: &RunOutcome) -> Val
         let pid = s.node.0 as u64 + 1;
         let tid = s.task as u64 + 1;
         if named_tracks.insert((pid, tid)) {
-            events.push(json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
-                "args": {"name": format!("task {}", s.task)}}));
+            events.push(
+                json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                "args": {"name": format!("task {}", s.task)}}),
+            );
         }
-        events.push(json!({"ph": "X", "name": format!("task {} epoch {}", s.task, s.epoch), "cat": "lease",
+        events.push(
+            json!({"ph": "X", "name": format!("task {} epoch {}", s.task, s.epoch), "cat": "lease",
             "pid": pid, "tid": tid, "ts": s.start_us, "dur": (s.end_us - s.start_us).max(1),
-            "args": {"owner": s.owner.to_string(), "epoch": s.epoch, "ending": s.ending}}));
+            "args": {"owner": s.owner.to_string(), "epoch": s.epoch, "ending": s.ending}}),
+        );
     }
     for m in &tl.marks {
         let pid = m.node.0 as u64 + 1;
         if m.duration_us > 0 {
-            events.push(json!({"ph": "X", "name": m.kind, "cat": "fault", "pid": pid, "tid": 0,
-                "ts": m.time_us, "dur": m.duration_us, "args": {"detail": m.detail}}));
+            events.push(
+                json!({"ph": "X", "name": m.kind, "cat": "fault", "pid": pid, "tid": 0,
+                "ts": m.time_us, "dur": m.duration_us, "args": {"detail": m.detail}}),
+            );
         } else {
-            events.push(json!({"ph": "i", "s": "t", "name": m.kind, "cat": "event", "pid": pid, "tid": 0,
-                "ts": m.time_us, "args": {"detail": m.detail}}));
+            events.push(
+                json!({"ph": "i", "s": "t", "name": m.kind, "cat": "event", "pid": pid, "tid": 0,
+                "ts": m.time_us, "args": {"detail": m.detail}}),
+            );
         }
     }
     for (sec, writes) in &tl.writes_per_s {
-        events.push(json!({"ph": "C", "name": "store writes/s", "pid": 0, "tid": 0, "ts": sec * 1_000_000,
-            "args": {"writes": writes}}));
+        events.push(
+            json!({"ph": "C", "name": "store writes/s", "pid": 0, "tid": 0, "ts": sec * 1_000_000,
+            "args": {"writes": writes}}),
+        );
     }
-    events.push(json!({"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "store"}}));
+    events.push(
+        json!({"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "store"}}),
+    );
     for v in &outcome.violations {
         events.push(json!({"ph": "i", "s": "g", "name": format!("VIOLATION {}", v.invariant), "cat": "violation",
             "pid": 0, "tid": 0, "ts": v.time_ms * 1_000, "args": {"message": v.message}}));

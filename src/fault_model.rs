@@ -251,12 +251,24 @@ impl Fleet {
     }
 
     fn names(&self) -> String {
-        let w: Vec<String> = self.worker_ids.iter().map(|i| format!("worker-{i}")).collect();
-        let r: Vec<String> = self.reclaimer_ids.iter().map(|i| format!("reclaimer-{i}")).collect();
+        let w: Vec<String> = self
+            .worker_ids
+            .iter()
+            .map(|i| format!("worker-{i}"))
+            .collect();
+        let r: Vec<String> = self
+            .reclaimer_ids
+            .iter()
+            .map(|i| format!("reclaimer-{i}"))
+            .collect();
         let mut all = w;
         all.extend(r);
         if all.len() > 8 {
-            format!("{} ... {}", all[..3].join(", "), all[all.len() - 2..].join(", "))
+            format!(
+                "{} ... {}",
+                all[..3].join(", "),
+                all[all.len() - 2..].join(", ")
+            )
         } else {
             all.join(", ")
         }
@@ -538,7 +550,8 @@ impl FaultsSection {
             }
             for (i, clock) in clocks.iter_mut().enumerate() {
                 // Each node's clock from its own stream: stable when others go.
-                let mut clock_rng = streams.stream(Concern::Clocks, fleet.stream_id(NodeId(i as u32)));
+                let mut clock_rng =
+                    streams.stream(Concern::Clocks, fleet.stream_id(NodeId(i as u32)));
                 let d = clock_rng.random_range(-(drift as i64)..=drift as i64);
                 let s = clock_rng.random_range(-((skew * 1_000) as i64)..=(skew * 1_000) as i64);
                 if o {

@@ -4,6 +4,7 @@
 //! provides the CLI's commands.
 
 pub mod catalogue;
+pub mod charts;
 pub mod explain;
 pub mod export;
 pub mod fault_model;

@@ -61,6 +61,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Sweep simulations and draw what heartbeats cost: load, store-load,
+    /// detection, or all. Writes PNG/SVG images and CSV data into --out.
+    Chart {
+        /// load, store-load, detection or all
+        kind: String,
+        /// Directory for the images and CSV files (created if missing).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Image formats, comma separated: png, svg.
+        #[arg(long, default_value = "png,svg")]
+        format: String,
+    },
     /// List the protocol variants: the correct protocol and the planted bugs.
     Variants {
         #[arg(long)]
@@ -189,6 +201,7 @@ fn main() -> ExitCode {
             json,
             markdown: markdown.as_deref(),
         }),
+        Command::Chart { kind, out, format } => commands::chart::chart(&kind, &out, &format),
     };
     ExitCode::from(code)
 }

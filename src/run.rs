@@ -113,7 +113,10 @@ impl Observer<DocKey, DocValue, LeaseEvent> for RunObserver<'_, '_> {
     }
 
     fn should_stop(&self, now_us: u64) -> bool {
+        // An extra observer may end the run too (a chart's measurement
+        // window); trace writers and comparers never do.
         self.checker.should_stop(now_us)
+            || self.extra.as_ref().is_some_and(|e| e.should_stop(now_us))
     }
 }
 
@@ -155,7 +158,11 @@ pub fn node_roles(scn: &ValidScenario) -> Vec<NodeRole> {
     f.worker_ids()
         .into_iter()
         .map(|worker| NodeRole::Worker { worker })
-        .chain(f.reclaimer_ids().into_iter().map(|id| NodeRole::Reclaimer { id }))
+        .chain(
+            f.reclaimer_ids()
+                .into_iter()
+                .map(|id| NodeRole::Reclaimer { id }),
+        )
         .collect()
 }
 
@@ -267,20 +274,21 @@ fn simulate_inner(
     };
     let factory_cfg = Arc::clone(&cfg);
     let factory_roles = roles.to_vec();
-    let factory = Box::new(move |node: leasehold_sim::NodeId, incarnation: u32| {
-        match factory_roles[node.index()] {
-            NodeRole::Worker { worker } => LeaseNode::Worker(Worker::new(
-                Arc::clone(&factory_cfg),
-                Owner {
-                    worker,
-                    incarnation,
-                },
-            )),
-            NodeRole::Reclaimer { id } => {
-                LeaseNode::Reclaimer(Reclaimer::new(Arc::clone(&factory_cfg), id, incarnation))
+    let factory =
+        Box::new(move |node: leasehold_sim::NodeId, incarnation: u32| {
+            match factory_roles[node.index()] {
+                NodeRole::Worker { worker } => LeaseNode::Worker(Worker::new(
+                    Arc::clone(&factory_cfg),
+                    Owner {
+                        worker,
+                        incarnation,
+                    },
+                )),
+                NodeRole::Reclaimer { id } => {
+                    LeaseNode::Reclaimer(Reclaimer::new(Arc::clone(&factory_cfg), id, incarnation))
+                }
             }
-        }
-    });
+        });
     let mut sim: Simulation<LeaseNode> = Simulation::new(sim_config, seed, factory);
     for svc in &scn.services {
         sim.add_service(svc.clone());

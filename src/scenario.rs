@@ -3,7 +3,7 @@
 
 use crate::fault_model::{FaultsSection, Fleet as FaultFleet};
 use leasehold_interface::ServiceId;
-use leasehold_protocol::{ProtocolConfig, Variant};
+use leasehold_protocol::{HeartbeatMode, ProtocolConfig, Variant};
 use leasehold_sim::{Dedup, ServiceSpec};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -53,11 +53,15 @@ pub struct Fleet {
 
 impl Fleet {
     pub fn worker_ids(&self) -> Vec<u32> {
-        self.worker_ids.clone().unwrap_or_else(|| (0..self.workers).collect())
+        self.worker_ids
+            .clone()
+            .unwrap_or_else(|| (0..self.workers).collect())
     }
 
     pub fn reclaimer_ids(&self) -> Vec<u32> {
-        self.reclaimer_ids.clone().unwrap_or_else(|| (0..self.reclaimers).collect())
+        self.reclaimer_ids
+            .clone()
+            .unwrap_or_else(|| (0..self.reclaimers).collect())
     }
 }
 
@@ -76,6 +80,10 @@ pub struct ProtocolSection {
     /// planted bug ever uses it). Default 15000.
     #[serde(default = "default_lease_timeout_ms")]
     pub default_lease_timeout_ms: u64,
+    /// `"worker"` (one heartbeat document per worker, the default) or
+    /// `"task"` (one lease document per running task).
+    #[serde(default)]
+    pub heartbeat_mode: HeartbeatMode,
 }
 
 fn default_lease_timeout_ms() -> u64 {
@@ -226,7 +234,11 @@ impl Scenario {
         }
         for (field, ids, count) in [
             ("fleet.worker_ids", &s.fleet.worker_ids, s.fleet.workers),
-            ("fleet.reclaimer_ids", &s.fleet.reclaimer_ids, s.fleet.reclaimers),
+            (
+                "fleet.reclaimer_ids",
+                &s.fleet.reclaimer_ids,
+                s.fleet.reclaimers,
+            ),
         ] {
             if let Some(ids) = ids {
                 if ids.len() != count as usize {
@@ -313,8 +325,16 @@ impl Scenario {
             if only.is_empty() {
                 return bad("tasks.only", "must keep at least one task");
             }
-            if only.windows(2).any(|w| w[0] >= w[1]) || only.last().is_some_and(|l| *l >= s.tasks.count) {
-                return bad("tasks.only", format!("must be increasing indices below tasks.count {}", s.tasks.count));
+            if only.windows(2).any(|w| w[0] >= w[1])
+                || only.last().is_some_and(|l| *l >= s.tasks.count)
+            {
+                return bad(
+                    "tasks.only",
+                    format!(
+                        "must be increasing indices below tasks.count {}",
+                        s.tasks.count
+                    ),
+                );
             }
         }
         if s.tasks.repeat_steps == 0 || s.tasks.steps_per_task() > MAX_STEPS {
@@ -343,7 +363,8 @@ impl Scenario {
                 }
             }
         }
-        s.faults.validate(&FaultFleet::of(&s.fleet), s.limits.max_sim_time_ms)?;
+        s.faults
+            .validate(&FaultFleet::of(&s.fleet), s.limits.max_sim_time_ms)?;
         if s.limits.max_events == 0 {
             return bad("limits.max_events", "must be greater than 0");
         }
@@ -389,6 +410,7 @@ impl Scenario {
             slots_per_worker: self.fleet.slots_per_worker,
             step_services,
             scan_page_size: p.scan_page_size,
+            heartbeat_mode: p.heartbeat_mode,
             variant,
         }
     }

@@ -6,7 +6,7 @@
 //! reclaimers, steps, fault phase). A candidate is kept if it still violates
 //! the same invariant. Delta debugging (Zeller's ddmin) over the plan.
 
-use crate::run::{simulate, simulate_with_plan, RunOutcome};
+use crate::run::{RunOutcome, simulate, simulate_with_plan};
 use crate::scenario::{Scenario, ValidScenario};
 use leasehold_check::Invariant;
 use leasehold_protocol::Variant;
@@ -49,9 +49,13 @@ pub struct FailureFile {
 
 impl FailureFile {
     pub fn parse(text: &str) -> Result<FailureFile, String> {
-        let f: FailureFile = serde_json::from_str(text).map_err(|e| format!("line {}: not a leasehold failure file ({e})", e.line()))?;
+        let f: FailureFile = serde_json::from_str(text)
+            .map_err(|e| format!("line {}: not a leasehold failure file ({e})", e.line()))?;
         if f.format != FAILURE_FORMAT {
-            return Err(format!("line 1: format \"{}\" is not \"{FAILURE_FORMAT}\"", f.format));
+            return Err(format!(
+                "line 1: format \"{}\" is not \"{FAILURE_FORMAT}\"",
+                f.format
+            ));
         }
         Ok(f)
     }
@@ -59,16 +63,26 @@ impl FailureFile {
     /// The embedded scenario, validated (its source is its own JSON text).
     pub fn valid_scenario(&self) -> Result<ValidScenario, String> {
         let text = serde_json::to_string_pretty(&self.scenario).expect("scenarios serialise");
-        self.scenario.clone().validate(text).map_err(|e| format!("the embedded scenario is invalid: {e}"))
+        self.scenario
+            .clone()
+            .validate(text)
+            .map_err(|e| format!("the embedded scenario is invalid: {e}"))
     }
 
     pub fn variant(&self) -> Result<Variant, String> {
-        Variant::from_name(&self.variant).ok_or_else(|| format!("unknown variant \"{}\"", self.variant))
+        Variant::from_name(&self.variant)
+            .ok_or_else(|| format!("unknown variant \"{}\"", self.variant))
     }
 
     /// Re-run the minimal failure.
     pub fn rerun(&self) -> Result<RunOutcome, String> {
-        Ok(simulate_with_plan(&self.valid_scenario()?, self.seed, self.variant()?, Some(self.plan.clone()), None))
+        Ok(simulate_with_plan(
+            &self.valid_scenario()?,
+            self.seed,
+            self.variant()?,
+            Some(self.plan.clone()),
+            None,
+        ))
     }
 }
 
@@ -159,7 +173,8 @@ fn remap_plan(
 
 impl Shrinker {
     fn out_of_budget(&self) -> bool {
-        self.candidates >= self.limits.max_candidates || self.started.elapsed() >= self.limits.time_budget
+        self.candidates >= self.limits.max_candidates
+            || self.started.elapsed() >= self.limits.time_budget
     }
 
     /// Run a candidate; keep it if it still fails the same invariant.
@@ -221,7 +236,12 @@ impl Shrinker {
     }
 
     /// Shrink one numeric dimension: halve while it fails, then step down.
-    fn shrink_dimension(&mut self, get: fn(&Scenario) -> u32, min: u32, apply: &dyn Fn(&Self, u32) -> (Scenario, FaultPlan)) {
+    fn shrink_dimension(
+        &mut self,
+        get: fn(&Scenario) -> u32,
+        min: u32,
+        apply: &dyn Fn(&Self, u32) -> (Scenario, FaultPlan),
+    ) {
         loop {
             let current = get(&self.scenario);
             if current <= min || self.out_of_budget() {
@@ -262,14 +282,22 @@ impl Shrinker {
 
     fn with_task_subset(&self, keep: &[usize]) -> (Scenario, FaultPlan) {
         let mut s = self.scenario.clone();
-        let current: Vec<u32> = s.tasks.only.clone().unwrap_or_else(|| (0..s.tasks.count).collect());
+        let current: Vec<u32> = s
+            .tasks
+            .only
+            .clone()
+            .unwrap_or_else(|| (0..s.tasks.count).collect());
         s.tasks.only = Some(keep.iter().map(|k| current[*k]).collect());
         (s, self.plan.clone())
     }
 
     /// Delta debugging over which of `len` things (tasks, workers,
     /// reclaimers) to keep; `make` builds the candidate keeping positions.
-    fn ddmin_positions(&mut self, len_of: fn(&Self) -> usize, make: fn(&Self, &[usize]) -> (Scenario, FaultPlan)) {
+    fn ddmin_positions(
+        &mut self,
+        len_of: fn(&Self) -> usize,
+        make: fn(&Self, &[usize]) -> (Scenario, FaultPlan),
+    ) {
         let mut n = 2usize;
         while len_of(self) >= 2 && !self.out_of_budget() {
             let len = len_of(self);
@@ -311,15 +339,24 @@ impl Shrinker {
             let (s, p) = self.with_task_subset(&named);
             self.try_candidate(s, p);
         }
-        self.ddmin_positions(|sh| sh.scenario.tasks.total() as usize, |sh, keep| sh.with_task_subset(keep));
+        self.ddmin_positions(
+            |sh| sh.scenario.tasks.total() as usize,
+            |sh, keep| sh.with_task_subset(keep),
+        );
     }
 
     fn ddmin_workers(&mut self) {
-        self.ddmin_positions(|sh| sh.scenario.fleet.workers as usize, |sh, keep| sh.with_subset(keep, false));
+        self.ddmin_positions(
+            |sh| sh.scenario.fleet.workers as usize,
+            |sh, keep| sh.with_subset(keep, false),
+        );
     }
 
     fn ddmin_reclaimers(&mut self) {
-        self.ddmin_positions(|sh| sh.scenario.fleet.reclaimers as usize, |sh, keep| sh.with_subset(keep, true));
+        self.ddmin_positions(
+            |sh| sh.scenario.fleet.reclaimers as usize,
+            |sh, keep| sh.with_subset(keep, true),
+        );
     }
 
     fn with_page_size(&self, page: u32) -> (Scenario, FaultPlan) {
@@ -379,8 +416,22 @@ fn validate(mut s: Scenario) -> Option<ValidScenario> {
 
 fn last_fault_time_ms(s: &Scenario, seed: u64, variant: Variant, plan: &FaultPlan) -> u64 {
     struct LastFault(u64);
-    impl leasehold_sim::Observer<leasehold_protocol::DocKey, leasehold_protocol::DocValue, leasehold_protocol::LeaseEvent> for LastFault {
-        fn record(&mut self, r: &leasehold_sim::Record<'_, leasehold_protocol::DocKey, leasehold_protocol::DocValue, leasehold_protocol::LeaseEvent>) {
+    impl
+        leasehold_sim::Observer<
+            leasehold_protocol::DocKey,
+            leasehold_protocol::DocValue,
+            leasehold_protocol::LeaseEvent,
+        > for LastFault
+    {
+        fn record(
+            &mut self,
+            r: &leasehold_sim::Record<
+                '_,
+                leasehold_protocol::DocKey,
+                leasehold_protocol::DocValue,
+                leasehold_protocol::LeaseEvent,
+            >,
+        ) {
             if let leasehold_sim::RecordKind::Fault(f) = &r.kind
                 && f.is_planned()
             {
@@ -403,11 +454,20 @@ pub struct ShrinkReport {
 }
 
 /// Shrink the failing run (scenario, seed, variant). `Err` if it does not fail.
-pub fn shrink(scn: &ValidScenario, seed: u64, variant: Variant, limits: ShrinkLimits) -> Result<ShrinkReport, String> {
+pub fn shrink(
+    scn: &ValidScenario,
+    seed: u64,
+    variant: Variant,
+    limits: ShrinkLimits,
+) -> Result<ShrinkReport, String> {
     let started = Instant::now();
     let outcome = simulate(scn, seed, variant, None);
     let Some(first) = outcome.violations.first().cloned() else {
-        return Err(format!("{} seed {seed} variant {} does not fail: nothing to shrink", scn.name(), variant.name()));
+        return Err(format!(
+            "{} seed {seed} variant {} does not fail: nothing to shrink",
+            scn.name(),
+            variant.name()
+        ));
     };
     let invariant = first.invariant;
     let original = size_of(&scn.scenario, &outcome.plan, &outcome);
@@ -425,14 +485,26 @@ pub fn shrink(scn: &ValidScenario, seed: u64, variant: Variant, limits: ShrinkLi
     // Rounds until nothing shrinks any more (bounded). Fewer tasks first: it
     // makes every later candidate cheaper.
     for _round in 0..4 {
-        let before = (sh.plan.len(), sh.scenario.tasks.total(), sh.scenario.fleet.workers, sh.scenario.fleet.reclaimers);
+        let before = (
+            sh.plan.len(),
+            sh.scenario.tasks.total(),
+            sh.scenario.fleet.workers,
+            sh.scenario.fleet.reclaimers,
+        );
         sh.ddmin_tasks();
         sh.ddmin_plan();
         sh.ddmin_workers();
         sh.ddmin_reclaimers();
-        sh.shrink_dimension(|s| s.protocol.scan_page_size, 1, &|sh, n| sh.with_page_size(n));
+        sh.shrink_dimension(|s| s.protocol.scan_page_size, 1, &|sh, n| {
+            sh.with_page_size(n)
+        });
         sh.shrink_dimension(|s| s.tasks.steps_per_task(), 1, &|sh, n| sh.with_steps(n));
-        let after = (sh.plan.len(), sh.scenario.tasks.total(), sh.scenario.fleet.workers, sh.scenario.fleet.reclaimers);
+        let after = (
+            sh.plan.len(),
+            sh.scenario.tasks.total(),
+            sh.scenario.fleet.workers,
+            sh.scenario.fleet.reclaimers,
+        );
         if after == before || sh.out_of_budget() {
             break;
         }

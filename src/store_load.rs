@@ -9,9 +9,12 @@ use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct StoreLoad {
-    /// Writes by workers to their own heartbeat document (registration included).
+    /// Writes by workers to their own heartbeat document (registration
+    /// included); in task heartbeat mode, to their task lease documents
+    /// (creation included).
     pub heartbeat_writes: u64,
-    /// Reclaimer scans of heartbeat documents (pages).
+    /// Reclaimer scans of heartbeat documents (pages); of task lease
+    /// documents in task heartbeat mode.
     pub member_scans: u64,
     /// Worker scans for pending tasks.
     pub pending_scans: u64,
@@ -22,9 +25,16 @@ pub struct StoreLoad {
     pub progress_writes: u64,
     pub completions: u64,
     pub requeues: u64,
+    /// Reclaimers marking a heartbeat document (or a task lease) dead.
     pub mark_dead_writes: u64,
     pub member_deletes: u64,
     pub task_creates: u64,
+    /// Task heartbeat mode: task lease documents deleted, by the worker that
+    /// finished the task or by a reclaimer.
+    pub lease_deletes: u64,
+    /// Task heartbeat mode: lease documents created by workers, one per claim
+    /// attempt (already counted in `heartbeat_writes`).
+    pub lease_creates: u64,
 }
 
 pub struct StoreLoadCounter<'a> {
@@ -65,24 +75,39 @@ impl Observer<DocKey, DocValue, LeaseEvent> for StoreLoadCounter<'_> {
                 DocKey::PendingIdx { .. } => l.pending_scans += 1,
                 _ => l.owned_scans += 1,
             },
+            StoreRequest::DeleteIfVersion {
+                key: DocKey::TaskLease { .. },
+                ..
+            } => l.lease_deletes += 1,
             StoreRequest::DeleteIfVersion { .. } => l.member_deletes += 1,
+            StoreRequest::CreateIfAbsent {
+                key: DocKey::TaskLease { .. },
+                ..
+            } if worker => {
+                l.heartbeat_writes += 1;
+                l.lease_creates += 1;
+            }
             StoreRequest::CreateIfAbsent { key, value, .. }
             | StoreRequest::PutIfVersion { key, value, .. }
             | StoreRequest::PutUnconditional { key, value, .. } => match (key, value) {
-                (DocKey::Member { .. }, _) if worker => l.heartbeat_writes += 1,
-                (DocKey::Member { .. }, _) => l.mark_dead_writes += 1,
+                (DocKey::Member { .. } | DocKey::TaskLease { .. }, _) if worker => {
+                    l.heartbeat_writes += 1
+                }
+                (DocKey::Member { .. } | DocKey::TaskLease { .. }, _) => l.mark_dead_writes += 1,
                 (DocKey::Task { .. }, DocValue::Task(t)) => match (*actor, t.state) {
                     (Actor::External, _) => l.task_creates += 1,
                     (_, TaskState::Pending) => l.requeues += 1,
                     (_, TaskState::Done) => l.completions += 1,
+                    // Progress always records one more step than the
+                    // document held; a claim (landed or not) never does.
                     (_, TaskState::Running)
                         if before
                             .and_then(|b| b.value.as_task())
-                            .is_none_or(|b| b.state == TaskState::Pending) =>
+                            .is_some_and(|b| t.steps_done > b.steps_done) =>
                     {
-                        l.claims += 1
+                        l.progress_writes += 1
                     }
-                    (_, TaskState::Running) => l.progress_writes += 1,
+                    (_, TaskState::Running) => l.claims += 1,
                 },
                 _ => {}
             },

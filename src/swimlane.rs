@@ -7,6 +7,11 @@ use crate::run::RunOutcome;
 use crate::scenario::ValidScenario;
 use std::path::Path;
 
-pub fn write_svg(_scn: &ValidScenario, _tl: &Timeline, _outcome: &RunOutcome, _out: &Path) -> Result<(), String> {
+pub fn write_svg(
+    _scn: &ValidScenario,
+    _tl: &Timeline,
+    _outcome: &RunOutcome,
+    _out: &Path,
+) -> Result<(), String> {
     Err("the SVG swimlane is not built yet".to_string())
 }

@@ -11,7 +11,10 @@ use leasehold_protocol::Variant;
 #[test]
 fn every_committed_shrunk_failure_replays_to_its_invariant() {
     let dir = root().join("scenarios/regressions");
-    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     files.sort();
     let mut variants = std::collections::BTreeSet::new();
     for path in &files {
@@ -29,15 +32,21 @@ fn every_committed_shrunk_failure_replays_to_its_invariant() {
         variants.insert(failure.variant.clone());
     }
     // One per planted bug.
-    let planted: std::collections::BTreeSet<String> =
-        Variant::all().filter(|v| *v != Variant::Correct).map(|v| v.name().to_string()).collect();
-    assert_eq!(variants, planted, "every planted variant has a committed shrunk failure");
+    let planted: std::collections::BTreeSet<String> = Variant::all()
+        .filter(|v| *v != Variant::Correct)
+        .map(|v| v.name().to_string())
+        .collect();
+    assert_eq!(
+        variants, planted,
+        "every planted variant has a committed shrunk failure"
+    );
 }
 
 #[test]
 fn shrinking_keeps_the_invariant_and_makes_the_run_smaller() {
     let scn = common::scenario("gc-pause-zombie");
-    let report = leasehold::shrink::shrink(&scn, 1, Variant::NoSelfFencing, Default::default()).unwrap();
+    let report =
+        leasehold::shrink::shrink(&scn, 1, Variant::NoSelfFencing, Default::default()).unwrap();
     let f = &report.failure;
     assert_eq!(f.invariant, "no-double-ownership");
     assert!(f.shrunk.faults < f.original.faults);
@@ -46,7 +55,13 @@ fn shrinking_keeps_the_invariant_and_makes_the_run_smaller() {
     // The file round-trips and replays.
     let text = serde_json::to_string(f).unwrap();
     let back = FailureFile::parse(&text).unwrap();
-    assert!(back.rerun().unwrap().invariants.iter().any(|i| i.name() == f.invariant));
+    assert!(
+        back.rerun()
+            .unwrap()
+            .invariants
+            .iter()
+            .any(|i| i.name() == f.invariant)
+    );
     // A passing seed has nothing to shrink.
     assert!(leasehold::shrink::shrink(&scn, 1, Variant::Correct, Default::default()).is_err());
 }

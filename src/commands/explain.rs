@@ -1,8 +1,8 @@
-use super::{bad_input, EXIT_OK, EXIT_VIOLATION};
+use super::{EXIT_OK, EXIT_VIOLATION, bad_input};
+use leasehold::Scenario;
 use leasehold::explain::explain;
 use leasehold::shrink::FailureFile;
 use leasehold::trace::TraceFile;
-use leasehold::Scenario;
 use leasehold_protocol::Variant;
 use std::path::Path;
 
@@ -28,13 +28,24 @@ pub fn run(path: &Path) -> u8 {
 }
 
 /// Read a failure file or a trace file into what re-runs it.
-pub fn load_run(text: &str) -> Result<(leasehold::ValidScenario, u64, Variant, Option<leasehold_sim::FaultPlan>), String> {
+pub fn load_run(
+    text: &str,
+) -> Result<
+    (
+        leasehold::ValidScenario,
+        u64,
+        Variant,
+        Option<leasehold_sim::FaultPlan>,
+    ),
+    String,
+> {
     if text.trim_start().starts_with('{') && text.contains(leasehold::shrink::FAILURE_FORMAT) {
         let f = FailureFile::parse(text)?;
         return Ok((f.valid_scenario()?, f.seed, f.variant()?, Some(f.plan)));
     }
     let trace = TraceFile::parse(text)?;
-    let scn = Scenario::parse(&trace.header.scenario).map_err(|e| format!("line 1: the embedded scenario is invalid: {e}"))?;
+    let scn = Scenario::parse(&trace.header.scenario)
+        .map_err(|e| format!("line 1: the embedded scenario is invalid: {e}"))?;
     let variant = Variant::from_name(&trace.header.variant)
         .ok_or_else(|| format!("line 1: unknown variant \"{}\"", trace.header.variant))?;
     Ok((scn, trace.header.seed, variant, None))

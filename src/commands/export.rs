@@ -1,4 +1,4 @@
-use super::{bad_input, EXIT_OK};
+use super::{EXIT_OK, bad_input};
 use leasehold::export::{perfetto, timeline};
 use std::path::Path;
 
@@ -6,7 +6,9 @@ use std::path::Path;
 /// file (from `shrink`) or a trace (from `run --trace`).
 pub fn run(file: &Path, format: &str, out: &Path) -> u8 {
     if !matches!(format, "perfetto" | "svg") {
-        return bad_input(format!("--format: \"{format}\" is not one of perfetto, svg"));
+        return bad_input(format!(
+            "--format: \"{format}\" is not one of perfetto, svg"
+        ));
     }
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
@@ -22,7 +24,9 @@ pub fn run(file: &Path, format: &str, out: &Path) -> u8 {
             let value = perfetto(&scn, &tl, &outcome);
             std::fs::write(out, serde_json::to_string(&value).expect("json serialises"))
         }
-        _ => leasehold::swimlane::write_svg(&scn, &tl, &outcome, out).map_err(std::io::Error::other),
+        _ => {
+            leasehold::swimlane::write_svg(&scn, &tl, &outcome, out).map_err(std::io::Error::other)
+        }
     };
     if let Err(e) = written {
         return bad_input(format!("--out {}: {e}", out.display()));

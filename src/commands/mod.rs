@@ -1,3 +1,4 @@
+pub mod chart;
 pub mod explain;
 pub mod export;
 pub mod hunt;

@@ -112,13 +112,25 @@ fn replay_failure(path: &Path, text: &str, json: bool) -> u8 {
             })
         );
     } else if reproduced {
-        let v = outcome.violations.iter().find(|v| v.invariant.name() == failure.invariant);
+        let v = outcome
+            .violations
+            .iter()
+            .find(|v| v.invariant.name() == failure.invariant);
         println!(
             "reproduced: {} on {} seed {} variant {} ({} faults in the plan)",
-            failure.invariant, failure.scenario.name, failure.seed, failure.variant, failure.plan.len()
+            failure.invariant,
+            failure.scenario.name,
+            failure.seed,
+            failure.variant,
+            failure.plan.len()
         );
         if let Some(v) = v {
-            println!("  {} at {:.3} s: {}", v.invariant, v.time_ms as f64 / 1e3, v.message);
+            println!(
+                "  {} at {:.3} s: {}",
+                v.invariant,
+                v.time_ms as f64 / 1e3,
+                v.message
+            );
         }
     } else if names.is_empty() {
         println!(
@@ -126,7 +138,15 @@ fn replay_failure(path: &Path, text: &str, json: bool) -> u8 {
             failure.invariant, failure.scenario.name, failure.seed, failure.variant
         );
     } else {
-        println!("fails differently: expected {}, got {}", failure.invariant, names.join(", "));
+        println!(
+            "fails differently: expected {}, got {}",
+            failure.invariant,
+            names.join(", ")
+        );
     }
-    if names.is_empty() { EXIT_OK } else { EXIT_VIOLATION }
+    if names.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_VIOLATION
+    }
 }

@@ -1,5 +1,5 @@
-use super::{bad_input, load_scenario, parse_variant, EXIT_OK, EXIT_VIOLATION};
-use leasehold::shrink::{shrink, FailureFile, RunSize, ShrinkLimits};
+use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_scenario, parse_variant};
+use leasehold::shrink::{FailureFile, RunSize, ShrinkLimits, shrink};
 use std::path::Path;
 
 pub fn run(scenario_path: &Path, seed: u64, variant: &str, out: Option<&Path>, json: bool) -> u8 {
@@ -20,7 +20,12 @@ pub fn run(scenario_path: &Path, seed: u64, variant: &str, out: Option<&Path>, j
         }
     };
     let f = &report.failure;
-    let default_out = format!("{}-seed{}-{}.failure.json", scn.name(), seed, variant.name());
+    let default_out = format!(
+        "{}-seed{}-{}.failure.json",
+        scn.name(),
+        seed,
+        variant.name()
+    );
     let out_path = out.map_or_else(|| Path::new(&default_out).to_path_buf(), Path::to_path_buf);
     let text = serde_json::to_string_pretty(f).expect("failure files serialise");
     if let Err(e) = std::fs::write(&out_path, text + "\n") {
@@ -42,7 +47,11 @@ pub fn run(scenario_path: &Path, seed: u64, variant: &str, out: Option<&Path>, j
         );
     } else {
         print_sizes(f);
-        println!("wrote {} (replay it: leasehold replay {})", out_path.display(), out_path.display());
+        println!(
+            "wrote {} (replay it: leasehold replay {})",
+            out_path.display(),
+            out_path.display()
+        );
         println!();
         print_story(f);
     }
@@ -56,7 +65,15 @@ pub fn print_sizes(f: &FailureFile) {
             s.faults, s.workers, s.reclaimers, s.tasks, s.steps, s.events
         )
     };
-    println!("shrunk {} on {} seed {} variant {} in {:.1} s ({} candidate runs)", f.invariant, f.scenario.name, f.seed, f.variant, f.shrink_ms as f64 / 1e3, f.candidates_run);
+    println!(
+        "shrunk {} on {} seed {} variant {} in {:.1} s ({} candidate runs)",
+        f.invariant,
+        f.scenario.name,
+        f.seed,
+        f.variant,
+        f.shrink_ms as f64 / 1e3,
+        f.candidates_run
+    );
     println!("  {}", row("before:", &f.original));
     println!("  {}", row("after:", &f.shrunk));
 }
@@ -64,7 +81,8 @@ pub fn print_sizes(f: &FailureFile) {
 pub fn print_story(f: &FailureFile) {
     match (f.valid_scenario(), f.variant()) {
         (Ok(scn), Ok(variant)) => {
-            let (lines, _) = leasehold::explain::explain(&scn, f.seed, variant, Some(f.plan.clone()));
+            let (lines, _) =
+                leasehold::explain::explain(&scn, f.seed, variant, Some(f.plan.clone()));
             for line in lines {
                 println!("{line}");
             }

@@ -2,7 +2,29 @@
 
 use crate::variant::Variant;
 use leasehold_interface::ServiceId;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+/// What a heartbeat keeps alive.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HeartbeatMode {
+    /// One heartbeat document per worker incarnation: store load follows the
+    /// fleet size.
+    #[default]
+    Worker,
+    /// One lease document per running task, as task-level leasing systems
+    /// do: store load follows the number of running tasks.
+    Task,
+}
+
+impl HeartbeatMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            HeartbeatMode::Worker => "worker",
+            HeartbeatMode::Task => "task",
+        }
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ProtocolConfig {
@@ -34,6 +56,8 @@ pub struct ProtocolConfig {
     pub step_services: Vec<ServiceId>,
     /// Documents per scan page.
     pub scan_page_size: u32,
+    /// Worker heartbeat documents, or one lease document per running task.
+    pub heartbeat_mode: HeartbeatMode,
     pub variant: Variant,
 }
 

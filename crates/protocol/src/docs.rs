@@ -54,6 +54,11 @@ pub enum DocKey {
         owner: Owner,
         task: TaskId,
     },
+    /// Task heartbeat mode only: the lease on one task, renewed by its
+    /// claimant. Declared last so every other key range keeps its place.
+    TaskLease {
+        task: TaskId,
+    },
 }
 
 impl DocKey {
@@ -68,6 +73,13 @@ impl DocKey {
         (
             DocKey::PendingIdx { task: TaskId(0) },
             DocKey::PendingIdx { task: TaskId::END },
+        )
+    }
+
+    pub fn task_lease_range() -> (DocKey, DocKey) {
+        (
+            DocKey::TaskLease { task: TaskId(0) },
+            DocKey::TaskLease { task: TaskId::END },
         )
     }
 
@@ -103,6 +115,24 @@ pub struct MemberDoc {
     pub lease_timeout_ms: u64,
     /// Local time of the writer when it wrote. Informational: no correct
     /// reclaimer compares it with its own clock.
+    pub written_at_ms: u64,
+}
+
+/// Task heartbeat mode: the lease one claimant holds on one task. Created
+/// before the claim (so a running task always has one), renewed every
+/// heartbeat interval, marked `Dead` by a reclaimer that saw its version
+/// stand still for `lease_timeout_ms`, deleted once the task is settled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TaskLeaseDoc {
+    pub owner: Owner,
+    /// The epoch the claim under this lease gives the task.
+    pub epoch: u64,
+    pub status: MemberStatus,
+    /// Renewals so far; every renewal changes it, and so the version.
+    pub beats: u64,
+    /// The lease this claimant runs under: reclaimers use the holder's value.
+    pub lease_timeout_ms: u64,
+    /// Informational wall-clock stamp; never compared with another clock.
     pub written_at_ms: u64,
 }
 
@@ -155,20 +185,28 @@ impl TaskDoc {
 pub enum DocValue {
     Member(MemberDoc),
     Task(TaskDoc),
+    TaskLease(TaskLeaseDoc),
 }
 
 impl DocValue {
     pub fn as_task(&self) -> Option<&TaskDoc> {
         match self {
             DocValue::Task(t) => Some(t),
-            DocValue::Member(_) => None,
+            _ => None,
         }
     }
 
     pub fn as_member(&self) -> Option<&MemberDoc> {
         match self {
             DocValue::Member(m) => Some(m),
-            DocValue::Task(_) => None,
+            _ => None,
+        }
+    }
+
+    pub fn as_task_lease(&self) -> Option<&TaskLeaseDoc> {
+        match self {
+            DocValue::TaskLease(l) => Some(l),
+            _ => None,
         }
     }
 }

@@ -49,4 +49,10 @@ pub enum LeaseEvent {
     ReclaimFinished {
         owner: Owner,
     },
+    /// Task heartbeat mode: a reclaimer marked the lease on `task` dead.
+    TaskLeaseExpired {
+        task: TaskId,
+        owner: Owner,
+        epoch: u64,
+    },
 }

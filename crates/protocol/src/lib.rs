@@ -6,6 +6,10 @@
 //! longer prove its lease is alive. A [`Reclaimer`] watches heartbeat documents
 //! on its own clock and re-queues the tasks of workers that went quiet.
 //!
+//! In task heartbeat mode ([`HeartbeatMode::Task`]) a worker keeps one lease
+//! document per running task instead, created before the claim and renewed
+//! every interval, and the reclaimer watches those leases one task at a time.
+//!
 //! Architecture invariant: this crate never reads a clock, never does IO and
 //! never draws randomness. Time arrives with every input; every store request,
 //! effect call and event leaves as an output. It does not depend on the
@@ -19,8 +23,10 @@ pub mod reclaimer;
 pub mod variant;
 pub mod worker;
 
-pub use config::{ConfigError, ProtocolConfig};
-pub use docs::{DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId, TaskState};
+pub use config::{ConfigError, HeartbeatMode, ProtocolConfig};
+pub use docs::{
+    DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId, TaskLeaseDoc, TaskState,
+};
 pub use events::LeaseEvent;
 pub use reclaimer::Reclaimer;
 pub use variant::Variant;

@@ -12,8 +12,13 @@
 //! delete the dead document once it owns nothing. A reclaimer that crashes
 //! between any two of these leaves a `Dead` document behind, which every later
 //! scan picks up again.
+//!
+//! In task heartbeat mode the same scan walks task lease documents instead of
+//! heartbeat documents; see `task_lease`.
 
-use crate::config::ProtocolConfig;
+mod task_lease;
+
+use crate::config::{HeartbeatMode, ProtocolConfig};
 use crate::docs::{DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId, TaskState};
 use crate::events::LeaseEvent;
 use crate::outbox::Outbox;
@@ -52,6 +57,19 @@ enum Purpose {
         doc: TaskDoc,
     },
     RequeueOrphan,
+    // Task heartbeat mode only (see `task_lease`).
+    ExpireLease {
+        task: TaskId,
+    },
+    GetLeasedTask {
+        task: TaskId,
+    },
+    RequeueLeased {
+        task: TaskId,
+    },
+    DeleteLease {
+        task: TaskId,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -84,6 +102,8 @@ pub struct Reclaimer {
     /// `skip-dead-on-restart` looks at it).
     declared_by_me: BTreeSet<Owner>,
     jobs: BTreeMap<Owner, Job>,
+    /// Task heartbeat mode: what this reclaimer knows about task leases.
+    leases: task_lease::LeaseWatch,
     out: Outbox<Purpose>,
     wall_ms: u64,
 }
@@ -104,6 +124,7 @@ impl Reclaimer {
             marking: BTreeSet::new(),
             declared_by_me: BTreeSet::new(),
             jobs: BTreeMap::new(),
+            leases: task_lease::LeaseWatch::default(),
             out: Outbox::new(),
             wall_ms: 0,
         }
@@ -148,7 +169,8 @@ impl Reclaimer {
         if !self.scan_in_flight && self.next_scan_at.is_some_and(|t| now >= t) {
             self.scan_started_at = now;
             self.seen_this_scan.clear();
-            self.scan_members(now, DocKey::member_range().0);
+            self.leases.start_scan();
+            self.scan_members(now, self.scan_range().0);
         }
     }
 
@@ -156,11 +178,19 @@ impl Reclaimer {
         now.plus_ms(self.cfg.store_timeout_ms)
     }
 
+    /// What a scan walks: heartbeat documents, or task lease documents.
+    fn scan_range(&self) -> (DocKey, DocKey) {
+        match self.cfg.heartbeat_mode {
+            HeartbeatMode::Worker => DocKey::member_range(),
+            HeartbeatMode::Task => DocKey::task_lease_range(),
+        }
+    }
+
     fn scan_members(&mut self, now: Instant, start: DocKey) {
         self.scan_in_flight = true;
         let op = StoreRequest::Scan {
             start,
-            end: DocKey::member_range().1,
+            end: self.scan_range().1,
             limit: self.cfg.scan_page_size,
         };
         self.out.store(op, Purpose::ScanMembers, self.deadline(now));
@@ -187,6 +217,10 @@ impl Reclaimer {
                 self.jobs.remove(&owner);
             }
             Purpose::Requeue { owner } => self.requeue_settled(_now, owner),
+            Purpose::ExpireLease { .. }
+            | Purpose::GetLeasedTask { .. }
+            | Purpose::RequeueLeased { .. }
+            | Purpose::DeleteLease { .. } => self.on_lease_timeout(purpose),
         }
     }
 
@@ -199,6 +233,7 @@ impl Reclaimer {
                     let last = docs.last().map(|d| d.key);
                     for doc in &docs {
                         self.consider_member(now, doc);
+                        self.consider_task_lease(now, doc);
                     }
                     match (more, last) {
                         (true, Some(DocKey::Member { owner })) => self.scan_members(
@@ -207,13 +242,26 @@ impl Reclaimer {
                                 owner: successor(owner),
                             },
                         ),
+                        (true, Some(DocKey::TaskLease { task })) => self.scan_members(
+                            now,
+                            DocKey::TaskLease {
+                                task: TaskId(task.0 + 1),
+                            },
+                        ),
                         _ => {
                             // Forget workers whose documents are gone, so
                             // memory follows the live fleet.
                             let seen = std::mem::take(&mut self.seen_this_scan);
                             self.observed.retain(|o, _| seen.contains(o));
                             self.alive = self.observed.keys().copied().collect();
-                            self.sweep_owned(now, DocKey::owned_range(Owner::MIN).0);
+                            self.leases.finish_scan();
+                            if self.cfg.heartbeat_mode == HeartbeatMode::Worker {
+                                self.sweep_owned(now, DocKey::owned_range(Owner::MIN).0);
+                            } else {
+                                // Task mode: every running task has a lease
+                                // document, and expired leases are the orphans.
+                                self.finish_scan();
+                            }
                         }
                     }
                 }
@@ -295,6 +343,10 @@ impl Reclaimer {
                 }
             }
             Purpose::RequeueOrphan => {}
+            Purpose::ExpireLease { .. }
+            | Purpose::GetLeasedTask { .. }
+            | Purpose::RequeueLeased { .. }
+            | Purpose::DeleteLease { .. } => self.on_lease_reply(now, purpose, reply),
         }
     }
 

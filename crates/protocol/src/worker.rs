@@ -1,7 +1,11 @@
 //! The worker: one heartbeat document, claims with compare-and-set, steps run
 //! through idempotent effects, progress recorded conditionally, self-fencing.
+//! In task heartbeat mode it keeps one lease per running task instead of a
+//! heartbeat document (see `task_lease`).
 
-use crate::config::ProtocolConfig;
+mod task_lease;
+
+use crate::config::{HeartbeatMode, ProtocolConfig};
 use crate::docs::{DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId, TaskState};
 use crate::events::LeaseEvent;
 use crate::outbox::Outbox;
@@ -59,6 +63,20 @@ enum Purpose {
         task: TaskId,
         doc: TaskDoc,
     },
+    // Task heartbeat mode only (see `task_lease`).
+    LeaseCreate {
+        task: TaskId,
+        claimed: TaskDoc,
+        task_version: Version,
+        sent_at: Instant,
+    },
+    LeaseRenew {
+        task: TaskId,
+        epoch: u64,
+        beats: u64,
+        sent_at: Instant,
+    },
+    LeaseRelease,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,6 +129,8 @@ pub struct Worker {
     first_register_at: Option<Instant>,
     runs: BTreeMap<TaskId, Run>,
     doubtful: BTreeMap<TaskId, Doubt>,
+    /// Task heartbeat mode: the lease held on each task being claimed or run.
+    leases: BTreeMap<TaskId, task_lease::TaskLease>,
     out: Outbox<Purpose>,
     /// Wall-clock reading at the current input: stamps documents, nothing more.
     wall_ms: u64,
@@ -145,6 +165,7 @@ impl Worker {
             first_register_at: None,
             runs: BTreeMap::new(),
             doubtful: BTreeMap::new(),
+            leases: BTreeMap::new(),
             out: Outbox::new(),
             wall_ms: 0,
         }
@@ -164,6 +185,10 @@ impl Worker {
 
     fn variant(&self) -> Variant {
         self.cfg.variant
+    }
+
+    fn task_mode(&self) -> bool {
+        self.cfg.heartbeat_mode == HeartbeatMode::Task
     }
 
     fn lease_deadline(&self) -> Option<Instant> {
@@ -186,7 +211,11 @@ impl Worker {
             {
                 consider(t);
             }
-            if !self.heartbeat_in_flight {
+            if self.task_mode() {
+                if let Some(t) = self.task_lease_wakeup() {
+                    consider(t);
+                }
+            } else if !self.heartbeat_in_flight {
                 consider(self.next_heartbeat_at);
             }
             if !self.polling && self.free_slots() > 0 {
@@ -227,6 +256,9 @@ impl Worker {
             self.stop(true);
             return;
         }
+        if self.phase == Phase::Active && self.task_mode() {
+            self.fence_expired_task_leases(now);
+        }
         match input {
             Input::Start => self.register(now),
             Input::Timeout => {}
@@ -258,6 +290,10 @@ impl Worker {
 
     fn register(&mut self, now: Instant) {
         assert_eq!(self.phase, Phase::Registering);
+        if self.task_mode() {
+            self.activate_without_member(now);
+            return;
+        }
         self.retry_register_at = None;
         self.first_register_at.get_or_insert(now);
         let op = StoreRequest::CreateIfAbsent {
@@ -305,7 +341,9 @@ impl Worker {
             }
             return;
         }
-        if !self.heartbeat_in_flight && now >= self.next_heartbeat_at {
+        if self.task_mode() {
+            self.renew_task_leases(now);
+        } else if !self.heartbeat_in_flight && now >= self.next_heartbeat_at {
             self.send_heartbeat(now);
         }
         let due: Vec<(TaskId, Wait)> = self
@@ -438,6 +476,9 @@ impl Worker {
                     run.wait = Wait::RetryProgressAt(now);
                 }
             }
+            Purpose::LeaseCreate { .. } | Purpose::LeaseRenew { .. } | Purpose::LeaseRelease => {
+                self.on_task_lease_timeout(now, purpose)
+            }
         }
     }
 
@@ -456,9 +497,15 @@ impl Worker {
             Purpose::Claim { task, claimed, .. } => {
                 let doubt = self.doubtful.remove(&task).expect("claims are tracked");
                 assert!(!doubt.in_doubt, "a claim in doubt has no pending request");
-                self.on_claim_reply(now, task, claimed, reply)
+                self.on_claim_reply(now, task, claimed, reply);
+                self.settle_claim_lease(now, task);
             }
-            Purpose::ClaimCheck { task } => self.on_claim_check(now, task, reply),
+            Purpose::ClaimCheck { task } => {
+                self.on_claim_check(now, task, reply);
+                if !self.doubtful.contains_key(&task) {
+                    self.settle_claim_lease(now, task);
+                }
+            }
             Purpose::Progress { task, epoch, step } => {
                 self.on_progress_reply(now, task, epoch, step, reply)
             }
@@ -466,6 +513,9 @@ impl Worker {
                 self.on_completion_check(now, task, doc, reply)
             }
             Purpose::Effect { .. } => unreachable!("effects get effect replies"),
+            Purpose::LeaseCreate { .. } | Purpose::LeaseRenew { .. } | Purpose::LeaseRelease => {
+                self.on_task_lease_reply(now, purpose, reply)
+            }
         }
     }
 
@@ -572,24 +622,34 @@ impl Worker {
             epoch: current.epoch + 1,
             ..current
         };
+        if self.task_mode() {
+            // Lease first, claim second: a running task always has a lease.
+            self.create_task_lease(now, task, claimed, doc.version);
+            return;
+        }
+        self.send_claim(now, task, claimed, doc.version);
+    }
+
+    fn send_claim(&mut self, now: Instant, task: TaskId, claimed: TaskDoc, expected: Version) {
+        let key = DocKey::Task { task };
         let index = claimed.index_key(task);
         let op = if self.variant() == Variant::UnconditionalClaim {
             StoreRequest::PutUnconditional {
-                key: doc.key,
+                key,
                 value: DocValue::Task(claimed),
                 index,
             }
         } else {
             StoreRequest::PutIfVersion {
-                key: doc.key,
-                expected: doc.version,
+                key,
+                expected,
                 value: DocValue::Task(claimed),
                 index,
             }
         };
         let doubt = Doubt {
             claimed,
-            expected: doc.version,
+            expected,
             in_doubt: false,
             recheck_at: None,
         };
@@ -691,6 +751,12 @@ impl Worker {
             self.runs.len() + self.doubtful.len() < self.cfg.slots_per_worker as usize,
             "claimed past our slots"
         );
+        if self.task_mode() && !self.task_lease_alive(now, task, doc.epoch) {
+            // The claim landed but its lease may have lapsed meanwhile: never
+            // act on it; the reclaimer re-queues it once the lease expires.
+            self.leases.remove(&task);
+            return;
+        }
         self.runs.insert(
             task,
             Run {
@@ -831,6 +897,8 @@ impl Worker {
     }
 
     fn abandon(&mut self, task: TaskId) {
+        // Task mode: stop renewing; the reclaimer settles the lease.
+        self.leases.remove(&task);
         if let Some(run) = self.runs.remove(&task) {
             self.out.event(LeaseEvent::Abandoned {
                 task,
@@ -888,6 +956,7 @@ impl Worker {
         if step + 1 == run.steps_total {
             self.runs.remove(&task);
             self.out.event(LeaseEvent::Completed { task, epoch });
+            self.release_task_lease(now, task);
             self.next_poll_at = now;
             return;
         }

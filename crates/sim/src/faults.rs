@@ -443,7 +443,11 @@ impl FaultInjector {
     }
 
     fn rng(per_node: &mut [ChaCha8Rng], _streams: &RngStreams, node: NodeId) -> usize {
-        assert!(node.index() < per_node.len(), "unregistered node {}", node.0);
+        assert!(
+            node.index() < per_node.len(),
+            "unregistered node {}",
+            node.0
+        );
         node.index()
     }
 

@@ -252,7 +252,9 @@ impl<N: Node> Simulation<N> {
     pub fn add_node(&mut self, spec: NodeSpec) -> NodeId {
         let id = NodeId(self.slots.len() as u32);
         assert!(
-            self.slots.iter().all(|s| s.spec.stream_id != spec.stream_id),
+            self.slots
+                .iter()
+                .all(|s| s.spec.stream_id != spec.stream_id),
             "two nodes share random streams"
         );
         self.faults.register_node(id, spec.stream_id);

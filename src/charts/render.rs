@@ -1,0 +1,151 @@
+//! Drawing with plotters, PNG and SVG alike, on machines with no fonts
+//! installed: DejaVu Sans is compiled in and registered with plotters'
+//! `ab_glyph` renderer, so nothing asks fontconfig.
+
+use super::Formats;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::{FontStyle, register_font};
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+pub const WIDTH_PX: u32 = 1280;
+pub const HEIGHT_PX: u32 = 800;
+
+pub const WORKER_COLOR: RGBColor = RGBColor(31, 119, 180);
+pub const TASK_COLORS: [RGBColor; 3] = [
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+];
+pub const GREY: RGBColor = RGBColor(110, 110, 110);
+/// Band colours for stacked charts, bottom to top.
+pub const BANDS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(255, 187, 120),
+    RGBColor(44, 160, 44),
+    RGBColor(152, 223, 138),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(127, 127, 127),
+];
+
+static FONTS: Once = Once::new();
+
+/// Register the bundled font under the family plotters asks for by default.
+pub fn register_fonts() {
+    FONTS.call_once(|| {
+        let regular: &'static [u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+        let bold: &'static [u8] = include_bytes!("../../assets/fonts/DejaVuSans-Bold.ttf");
+        for family in ["sans-serif", "DejaVu Sans"] {
+            register_font(family, FontStyle::Normal, regular)
+                .unwrap_or_else(|_| panic!("the bundled regular font is a valid TTF"));
+            register_font(family, FontStyle::Bold, bold)
+                .unwrap_or_else(|_| panic!("the bundled bold font is a valid TTF"));
+        }
+    });
+}
+
+/// A chart that can draw itself on any plotters backend.
+pub trait ChartImage {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
+}
+
+/// Plotters errors carry the backend's error type; the CLI wants a line.
+pub fn err<E: std::fmt::Debug>(e: E) -> String {
+    format!("{e:?}")
+}
+
+/// Write `stem.png` and/or `stem.svg` into `dir`; returns the paths written.
+pub fn write_images<C: ChartImage>(
+    chart: &C,
+    dir: &Path,
+    stem: &str,
+    formats: Formats,
+) -> Result<Vec<PathBuf>, String> {
+    register_fonts();
+    let mut written = Vec::new();
+    if formats.png {
+        let path = dir.join(format!("{stem}.png"));
+        let root = BitMapBackend::new(&path, (WIDTH_PX, HEIGHT_PX)).into_drawing_area();
+        chart.draw(&root)?;
+        root.present()
+            .map_err(|e| format!("{}: {}", path.display(), err(e)))?;
+        drop(root);
+        written.push(path);
+    }
+    if formats.svg {
+        let path = dir.join(format!("{stem}.svg"));
+        let root = SVGBackend::new(&path, (WIDTH_PX, HEIGHT_PX)).into_drawing_area();
+        chart.draw(&root)?;
+        root.present()
+            .map_err(|e| format!("{}: {}", path.display(), err(e)))?;
+        drop(root);
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Tick labels for log axes: 1, 10, 100, 1k, 10k, 100k, 1M, 10M; values
+/// that are not round keep a digit.
+pub fn si_label(v: f64) -> String {
+    let (scaled, suffix) = if v >= 1e6 {
+        (v / 1e6, "M")
+    } else if v >= 1e3 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    if (scaled - scaled.round()).abs() < 1e-9 {
+        format!("{}{suffix}", scaled.round())
+    } else if scaled < 10.0 {
+        format!("{scaled:.1}{suffix}")
+    } else {
+        format!("{scaled:.0}{suffix}")
+    }
+}
+
+/// Decades (1, 10, 100, ...) within `[lo, hi]`, for log-axis key points.
+pub fn decades(lo: f64, hi: f64) -> Vec<f64> {
+    assert!(lo > 0.0 && hi > lo);
+    let mut v = 10f64.powi(lo.log10().ceil() as i32);
+    let mut out = Vec::new();
+    while v <= hi * (1.0 + 1e-9) {
+        out.push(v);
+        v *= 10.0;
+    }
+    out
+}
+
+/// Title style shared by every chart.
+pub fn title_font() -> TextStyle<'static> {
+    ("sans-serif", 30).into_font().style(FontStyle::Bold).into()
+}
+
+pub fn label_font() -> TextStyle<'static> {
+    ("sans-serif", 20).into_font().into()
+}
+
+pub fn tick_font() -> TextStyle<'static> {
+    ("sans-serif", 17).into_font().into()
+}
+
+pub fn note_font() -> TextStyle<'static> {
+    ("sans-serif", 16).into_font().color(&GREY)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_tick_labels_read_like_numbers() {
+        assert_eq!(si_label(1.0), "1");
+        assert_eq!(si_label(100.0), "100");
+        assert_eq!(si_label(10_000.0), "10k");
+        assert_eq!(si_label(2_500.0), "2.5k");
+        assert_eq!(si_label(1e7), "10M");
+        assert_eq!(decades(0.8, 15_000.0), vec![1.0, 10.0, 100.0, 1e3, 1e4]);
+    }
+}

@@ -1,0 +1,126 @@
+use super::{EXIT_OK, EXIT_VIOLATION, bad_input};
+use leasehold::charts::render::{ChartImage, write_images};
+use leasehold::charts::table::Table;
+use leasehold::charts::{ChartKind, Formats, chart_detection, chart_load, chart_store_load};
+use std::path::Path;
+use std::time::Instant;
+
+pub fn chart(kind: &str, out: &Path, format: &str) -> u8 {
+    let kinds: Vec<ChartKind> = match kind {
+        "all" => ChartKind::ALL.to_vec(),
+        name => match ChartKind::ALL.into_iter().find(|k| k.name() == name) {
+            Some(k) => vec![k],
+            None => {
+                return bad_input(format!(
+                    "KIND: unknown chart \"{name}\"; known: load, store-load, detection, all"
+                ));
+            }
+        },
+    };
+    let formats = match Formats::parse(format) {
+        Ok(f) => f,
+        Err(e) => return bad_input(format!("--format: {e}")),
+    };
+    if let Err(e) = writable_dir(out) {
+        return bad_input(format!("--out {}: {e}", out.display()));
+    }
+    // Wall time measures the tool; simulated time is inside each run.
+    let started = Instant::now();
+    let mut violations = Vec::new();
+    for kind in &kinds {
+        let chart_started = Instant::now();
+        println!("== {} ==", kind.name());
+        let result = match kind {
+            ChartKind::Load => {
+                let chart = chart_load::sweep();
+                emit(
+                    &chart,
+                    &chart.table(),
+                    chart.violations(),
+                    out,
+                    kind,
+                    formats,
+                )
+            }
+            ChartKind::StoreLoad => {
+                let chart = chart_store_load::sweep();
+                emit(
+                    &chart,
+                    &chart.table(),
+                    chart.violations(),
+                    out,
+                    kind,
+                    formats,
+                )
+            }
+            ChartKind::Detection => {
+                let chart = chart_detection::sweep();
+                emit(
+                    &chart,
+                    &chart.table(),
+                    chart.violations(),
+                    out,
+                    kind,
+                    formats,
+                )
+            }
+        };
+        match result {
+            Ok(mut v) => violations.append(&mut v),
+            Err(e) => return bad_input(format!("--out {}: {e}", out.display())),
+        }
+        println!(
+            "{} done in {:.1} s",
+            kind.name(),
+            chart_started.elapsed().as_secs_f64()
+        );
+    }
+    println!(
+        "chart {kind}: {} chart(s) in {:.1} s (wall time)",
+        kinds.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if violations.is_empty() {
+        EXIT_OK
+    } else {
+        println!("VIOLATIONS in chart runs:");
+        for v in &violations {
+            println!("  {v}");
+        }
+        EXIT_VIOLATION
+    }
+}
+
+/// Print the table, write CSV and images; returns the runs' violations.
+fn emit<C: ChartImage>(
+    chart: &C,
+    table: &Table,
+    violations: Vec<String>,
+    out: &Path,
+    kind: &ChartKind,
+    formats: Formats,
+) -> Result<Vec<String>, String> {
+    table.print();
+    let csv = out.join(format!("{}.csv", kind.name()));
+    table
+        .write_csv(&csv)
+        .map_err(|e| format!("{}: {e}", csv.display()))?;
+    let mut written = vec![csv];
+    written.extend(write_images(chart, out, kind.name(), formats)?);
+    for path in written {
+        println!("wrote {}", path.display());
+    }
+    Ok(violations)
+}
+
+/// Create `dir` if needed and prove we can write in it, before any sweep.
+fn writable_dir(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create the directory: {e}"))?;
+    if !dir.is_dir() {
+        return Err("is not a directory".into());
+    }
+    let probe = dir.join(".leasehold-write-probe");
+    std::fs::write(&probe, b"").map_err(|e| format!("cannot write in the directory: {e}"))?;
+    std::fs::remove_file(&probe).map_err(|e| format!("cannot write in the directory: {e}"))?;
+    Ok(())
+}
