@@ -204,7 +204,6 @@ pub fn simulate_with_plan(
 ) -> RunOutcome {
     let roles = node_roles(scn);
     let s = &scn.scenario;
-    let plan_driven = plan.is_some();
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
         simulate_inner(scn, seed, variant, &roles, plan, extra)
     }));
@@ -228,7 +227,8 @@ pub fn simulate_with_plan(
                 load: StoreLoad::default(),
                 tasks_total: s.tasks.total(),
                 tasks_done: 0,
-                fault_mix: (!plan_driven).then(|| s.faults.draw(&scn.fleet(), seed).mix),
+                // Not re-drawn here: the draw itself may be what panicked.
+                fault_mix: None,
                 fault_kinds: BTreeMap::new(),
                 plan: FaultPlan::default(),
             }
@@ -340,7 +340,7 @@ fn simulate_inner(
         roles: roles.to_vec(),
         tasks_total: s.tasks.total(),
         steps_per_task: steps_total,
-        last_arrival_ms: arrivals.last().copied().unwrap_or(0),
+        last_arrival_ms: arrivals.iter().copied().max().unwrap_or(0),
         liveness: bound,
         service_names: scn.services.iter().map(|svc| svc.name.clone()).collect(),
         step_names: scn

@@ -378,6 +378,18 @@ impl Scenario {
             };
             return bad(field, e.message);
         }
+        for (id, svc) in s.services.iter().enumerate() {
+            let uses = step_services.iter().filter(|x| x.0 as usize == id).count() as u32 * s.tasks.repeat_steps;
+            if svc.dedup == Dedup::ByResource && uses > 1 {
+                return bad(
+                    format!("services[{id}].dedup"),
+                    format!(
+                        "\"by_resource\" deduplicates on the task alone, but {} is used by {uses} steps of each task: every step after the first would be swallowed (use \"by_key\")",
+                        svc.name
+                    ),
+                );
+            }
+        }
         let one_round = step_services.clone();
         for _ in 1..s.tasks.repeat_steps {
             step_services.extend_from_slice(&one_round);

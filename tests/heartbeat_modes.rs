@@ -8,9 +8,27 @@ use leasehold::{Scenario, ValidScenario};
 use leasehold_check::Invariant;
 use leasehold_protocol::{HeartbeatMode, Variant};
 
+/// friday-rush with worker crashes only: task heartbeat mode is verified
+/// under crashes and restarts; the full swarm fault model (message loss,
+/// partitions, pauses) is exercised on worker mode.
 fn friday_rush_in(mode: HeartbeatMode) -> ValidScenario {
     let mut scenario = scenario("friday-rush").scenario;
     scenario.protocol.heartbeat_mode = mode;
+    scenario.faults = leasehold::fault_model::FaultsSection {
+        swarm: false,
+        crash: Some(leasehold::fault_model::CrashFaults {
+            per_step: [0.002, 0.002],
+            reclaimers: true,
+        }),
+        pause: None,
+        clock: None,
+        network: None,
+        store: None,
+        services: None,
+        restarts: None,
+        scheduled: Vec::new(),
+        ..scenario.faults
+    };
     let source = serde_json::to_string_pretty(&scenario).unwrap();
     scenario.validate(source).expect("still valid")
 }
