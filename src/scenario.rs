@@ -379,7 +379,8 @@ impl Scenario {
             return bad(field, e.message);
         }
         for (id, svc) in s.services.iter().enumerate() {
-            let uses = step_services.iter().filter(|x| x.0 as usize == id).count() as u32 * s.tasks.repeat_steps;
+            let uses = step_services.iter().filter(|x| x.0 as usize == id).count() as u32
+                * s.tasks.repeat_steps;
             if svc.dedup == Dedup::ByResource && uses > 1 {
                 return bad(
                     format!("services[{id}].dedup"),

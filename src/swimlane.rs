@@ -1,17 +1,265 @@
 //! The SVG swimlane: one lane per worker and reclaimer, task ownership as bars
 //! coloured by task, faults as marks, the violation highlighted. Drawn with
-//! plotters' SVG backend.
+//! plotters (bundled font, no system fonts needed).
 
-use crate::export::Timeline;
-use crate::run::RunOutcome;
+use crate::charts::render::{ChartImage, register_fonts};
+use crate::export::{Timeline, node_name};
+use crate::run::{RunOutcome, node_roles};
 use crate::scenario::ValidScenario;
+use leasehold_sim::NodeId;
+use plotters::coord::Shift;
+use plotters::prelude::*;
 use std::path::Path;
 
+/// Lanes beyond this are not drawn (the picture would be unreadable); the
+/// title says how many were left out.
+const MAX_LANES: usize = 60;
+
+struct Swimlane<'a> {
+    title: String,
+    names: Vec<String>,
+    tl: &'a Timeline,
+    outcome: &'a RunOutcome,
+}
+
+fn task_color(task: u32) -> RGBColor {
+    // Golden-angle hues: neighbouring task ids get distinct colours.
+    let hue = (task as f64 * 137.508) % 360.0;
+    let (s, l) = (0.55, 0.55);
+    let c = (1.0 - f64::abs(2.0 * l - 1.0)) * s;
+    let h = hue / 60.0;
+    let x = c * (1.0 - f64::abs(h % 2.0 - 1.0));
+    let (r, g, b) = match h as u32 {
+        0 => (c, x, 0.0),
+        1 => (x, c, 0.0),
+        2 => (0.0, c, x),
+        3 => (0.0, x, c),
+        4 => (x, 0.0, c),
+        _ => (c, 0.0, x),
+    };
+    let m = l - c / 2.0;
+    let to = |v: f64| ((v + m) * 255.0).round().clamp(0.0, 255.0) as u8;
+    RGBColor(to(r), to(g), to(b))
+}
+
+impl ChartImage for Swimlane<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let e = crate::charts::render::err;
+        root.fill(&WHITE).map_err(e)?;
+        let lanes = self.names.len().min(MAX_LANES);
+        let end_s = (self.tl.end_us as f64 / 1e6).max(1.0);
+        let names = self.names.clone();
+        let mut chart = ChartBuilder::on(root)
+            .caption(
+                &self.title,
+                ("sans-serif", 24).into_font().style(FontStyle::Bold),
+            )
+            .margin(16)
+            .x_label_area_size(44)
+            .y_label_area_size(130)
+            .build_cartesian_2d(0.0..end_s, -0.5..(lanes as f64 - 0.5))
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .x_desc("simulated time (s)")
+            .y_labels(lanes.max(1))
+            .y_label_formatter(&move |y| {
+                // Lane i is centred on y = i; label only the centres.
+                if (y - y.round()).abs() > 0.01 || *y < 0.0 {
+                    return String::new();
+                }
+                names.get(y.round() as usize).cloned().unwrap_or_default()
+            })
+            .label_style(("sans-serif", 14))
+            .draw()
+            .map_err(e)?;
+        // Lane i spans [i - 0.5, i + 0.5]; `lane_of` gives its bottom edge.
+        let lane_of = |node: NodeId| -> Option<f64> {
+            (node.index() < lanes).then_some(node.index() as f64 - 0.5)
+        };
+        // Lease spans: who held which task when.
+        for s in &self.tl.spans {
+            let Some(y) = lane_of(s.node) else { continue };
+            let (x0, x1) = (
+                s.start_us as f64 / 1e6,
+                (s.end_us as f64 / 1e6).max(s.start_us as f64 / 1e6 + end_s / 2000.0),
+            );
+            let color = task_color(s.task);
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(x0, y + 0.2), (x1, y + 0.8)],
+                    color.filled(),
+                )))
+                .map_err(e)?;
+            if lanes <= 12 && (x1 - x0) > end_s / 40.0 {
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        format!("task {} e{}", s.task, s.epoch),
+                        (x0 + end_s / 400.0, y + 0.62),
+                        ("sans-serif", 13).into_font().color(&BLACK),
+                    )))
+                    .map_err(e)?;
+            }
+        }
+        // Faults and reclaims.
+        for m in &self.tl.marks {
+            let Some(y) = lane_of(m.node) else { continue };
+            let x = m.time_us as f64 / 1e6;
+            match m.kind {
+                "pause" | "partition" => {
+                    let color = if m.kind == "pause" {
+                        RGBColor(120, 120, 120)
+                    } else {
+                        RGBColor(255, 140, 0)
+                    };
+                    let x1 = x + m.duration_us as f64 / 1e6;
+                    chart
+                        .draw_series(std::iter::once(Rectangle::new(
+                            [(x, y + 0.05), (x1, y + 0.17)],
+                            color.filled(),
+                        )))
+                        .map_err(e)?;
+                }
+                "crash" => {
+                    chart
+                        .draw_series(std::iter::once(Cross::new(
+                            (x, y + 0.5),
+                            7,
+                            RED.stroke_width(3),
+                        )))
+                        .map_err(e)?;
+                }
+                "declared dead" | "fenced" => {
+                    chart
+                        .draw_series(std::iter::once(TriangleMarker::new(
+                            (x, y + 0.9),
+                            6,
+                            RGBColor(128, 0, 128).filled(),
+                        )))
+                        .map_err(e)?;
+                }
+                "restart" => {
+                    chart
+                        .draw_series(std::iter::once(Circle::new(
+                            (x, y + 0.5),
+                            4,
+                            BLACK.filled(),
+                        )))
+                        .map_err(e)?;
+                }
+                _ => {}
+            }
+        }
+        // The violation, highlighted across every lane.
+        if let Some(v) = self.outcome.violations.first() {
+            let x = v.time_ms as f64 / 1e3;
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(x, -0.5), (x, lanes as f64 - 0.5)],
+                    RED.stroke_width(3),
+                )))
+                .map_err(e)?
+                .label(format!("VIOLATION {}", v.invariant))
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED.stroke_width(3)));
+        }
+        chart
+            .draw_series(std::iter::once(Cross::new(
+                (0.0, -0.5),
+                0,
+                RED.stroke_width(3),
+            )))
+            .map_err(e)?
+            .label("crash")
+            .legend(|(x, y)| Cross::new((x + 10, y), 6, RED.stroke_width(3)));
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(0.0, -0.5), (0.0, -0.5)],
+                RGBColor(120, 120, 120).filled(),
+            )))
+            .map_err(e)?
+            .label("pause")
+            .legend(|(x, y)| {
+                Rectangle::new(
+                    [(x, y - 4), (x + 20, y + 4)],
+                    RGBColor(120, 120, 120).filled(),
+                )
+            });
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(0.0, -0.5), (0.0, -0.5)],
+                RGBColor(255, 140, 0).filled(),
+            )))
+            .map_err(e)?
+            .label("partition")
+            .legend(|(x, y)| {
+                Rectangle::new(
+                    [(x, y - 4), (x + 20, y + 4)],
+                    RGBColor(255, 140, 0).filled(),
+                )
+            });
+        chart
+            .draw_series(std::iter::once(TriangleMarker::new(
+                (0.0, -0.5),
+                0,
+                RGBColor(128, 0, 128).filled(),
+            )))
+            .map_err(e)?
+            .label("declared dead / fenced")
+            .legend(|(x, y)| TriangleMarker::new((x + 10, y), 6, RGBColor(128, 0, 128).filled()));
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(e)?;
+        Ok(())
+    }
+}
+
+/// Write the swimlane as SVG (or PNG when `out` ends in `.png`).
 pub fn write_svg(
-    _scn: &ValidScenario,
-    _tl: &Timeline,
-    _outcome: &RunOutcome,
-    _out: &Path,
+    scn: &ValidScenario,
+    tl: &Timeline,
+    outcome: &RunOutcome,
+    out: &Path,
 ) -> Result<(), String> {
-    Err("the SVG swimlane is not built yet".to_string())
+    register_fonts();
+    let roles = node_roles(scn);
+    let names: Vec<String> = (0..roles.len())
+        .map(|i| node_name(&roles, NodeId(i as u32)))
+        .collect();
+    let left_out = names.len().saturating_sub(MAX_LANES);
+    let title = format!(
+        "{} seed {} variant {}: {} lease spans{}",
+        scn.name(),
+        outcome.seed,
+        outcome.variant.name(),
+        tl.spans.len(),
+        if left_out > 0 {
+            format!(" ({left_out} lanes not drawn)")
+        } else {
+            String::new()
+        }
+    );
+    let lanes = names.len().min(MAX_LANES) as u32;
+    let height = (160 + lanes * 34).clamp(360, 2400);
+    let chart = Swimlane {
+        title,
+        names,
+        tl,
+        outcome,
+    };
+    if out.extension().is_some_and(|x| x == "png") {
+        let root = BitMapBackend::new(out, (1400, height)).into_drawing_area();
+        chart.draw(&root)?;
+        root.present().map_err(crate::charts::render::err)?;
+    } else {
+        let root = SVGBackend::new(out, (1400, height)).into_drawing_area();
+        chart.draw(&root)?;
+        root.present().map_err(crate::charts::render::err)?;
+    }
+    Ok(())
 }
