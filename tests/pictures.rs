@@ -1,0 +1,70 @@
+//! The report and the pictures: `explain` tells the story of a failure,
+//! `export` writes Chrome trace JSON that Perfetto opens and an SVG swimlane.
+
+mod common;
+use common::root;
+use std::process::Command;
+
+fn leasehold(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .unwrap()
+}
+
+const MINIMAL: &str = "scenarios/regressions/no-self-fencing.failure.json";
+
+#[test]
+fn explain_tells_the_story_and_ends_in_the_violation() {
+    let o = leasehold(&["explain", MINIMAL]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("claims task"), "{out}");
+    assert!(out.contains("PAUSE"), "{out}");
+    assert!(out.contains("declares"), "{out}");
+    let last = out.lines().last().unwrap();
+    assert!(last.starts_with("VIOLATION no-double-ownership"), "{last}");
+    assert!(out.lines().count() < 60, "a minimal run reads short:\n{out}");
+}
+
+#[test]
+fn perfetto_export_is_chrome_trace_json() {
+    let path = std::env::temp_dir().join(format!("leasehold-perfetto-{}.json", std::process::id()));
+    let o = leasehold(&["export", MINIMAL, "--format", "perfetto", "--out", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let events = v["traceEvents"].as_array().unwrap();
+    let spans: Vec<_> = events.iter().filter(|e| e["ph"] == "X" && e["cat"] == "lease").collect();
+    assert!(!spans.is_empty());
+    for s in &spans {
+        assert!(s["ts"].is_u64() && s["dur"].as_u64().unwrap() > 0 && s["pid"].is_u64() && s["tid"].is_u64());
+    }
+    assert!(events.iter().any(|e| e["ph"] == "M" && e["name"] == "process_name"));
+    assert!(events.iter().any(|e| e["cat"] == "violation"));
+    assert!(events.iter().any(|e| e["ph"] == "C"));
+    // Spans on one track never overlap (Perfetto requires nesting).
+    let mut by_track: std::collections::BTreeMap<(u64, u64), Vec<(u64, u64)>> = Default::default();
+    for s in &spans {
+        let (ts, dur) = (s["ts"].as_u64().unwrap(), s["dur"].as_u64().unwrap());
+        by_track.entry((s["pid"].as_u64().unwrap(), s["tid"].as_u64().unwrap())).or_default().push((ts, ts + dur));
+    }
+    for spans in by_track.values_mut() {
+        spans.sort();
+        assert!(spans.windows(2).all(|w| w[0].1 <= w[1].0), "overlapping spans on one track: {spans:?}");
+    }
+}
+
+#[test]
+fn svg_export_draws_lanes_and_the_violation() {
+    let path = std::env::temp_dir().join(format!("leasehold-swimlane-{}.svg", std::process::id()));
+    let o = leasehold(&["export", MINIMAL, "--format", "svg", "--out", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let svg = std::fs::read_to_string(&path).unwrap();
+    assert!(svg.starts_with("<svg"), "{}", &svg[..100.min(svg.len())]);
+    assert!(svg.contains("worker-9"));
+    assert!(svg.contains("VIOLATION no-double-ownership"));
+    assert!(svg.contains("simulated time (s)"));
+    let bad = leasehold(&["export", MINIMAL, "--format", "gif", "--out", "/tmp/x"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
