@@ -25,41 +25,87 @@ fn explain_tells_the_story_and_ends_in_the_violation() {
     assert!(out.contains("declares"), "{out}");
     let last = out.lines().last().unwrap();
     assert!(last.starts_with("VIOLATION no-double-ownership"), "{last}");
-    assert!(out.lines().count() < 60, "a minimal run reads short:\n{out}");
+    assert!(
+        out.lines().count() < 60,
+        "a minimal run reads short:\n{out}"
+    );
 }
 
 #[test]
 fn perfetto_export_is_chrome_trace_json() {
     let path = std::env::temp_dir().join(format!("leasehold-perfetto-{}.json", std::process::id()));
-    let o = leasehold(&["export", MINIMAL, "--format", "perfetto", "--out", path.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let o = leasehold(&[
+        "export",
+        MINIMAL,
+        "--format",
+        "perfetto",
+        "--out",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let events = v["traceEvents"].as_array().unwrap();
-    let spans: Vec<_> = events.iter().filter(|e| e["ph"] == "X" && e["cat"] == "lease").collect();
+    let spans: Vec<_> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] == "lease")
+        .collect();
     assert!(!spans.is_empty());
     for s in &spans {
-        assert!(s["ts"].is_u64() && s["dur"].as_u64().unwrap() > 0 && s["pid"].is_u64() && s["tid"].is_u64());
+        assert!(
+            s["ts"].is_u64()
+                && s["dur"].as_u64().unwrap() > 0
+                && s["pid"].is_u64()
+                && s["tid"].is_u64()
+        );
     }
-    assert!(events.iter().any(|e| e["ph"] == "M" && e["name"] == "process_name"));
+    assert!(
+        events
+            .iter()
+            .any(|e| e["ph"] == "M" && e["name"] == "process_name")
+    );
     assert!(events.iter().any(|e| e["cat"] == "violation"));
     assert!(events.iter().any(|e| e["ph"] == "C"));
     // Spans on one track never overlap (Perfetto requires nesting).
     let mut by_track: std::collections::BTreeMap<(u64, u64), Vec<(u64, u64)>> = Default::default();
     for s in &spans {
         let (ts, dur) = (s["ts"].as_u64().unwrap(), s["dur"].as_u64().unwrap());
-        by_track.entry((s["pid"].as_u64().unwrap(), s["tid"].as_u64().unwrap())).or_default().push((ts, ts + dur));
+        by_track
+            .entry((s["pid"].as_u64().unwrap(), s["tid"].as_u64().unwrap()))
+            .or_default()
+            .push((ts, ts + dur));
     }
     for spans in by_track.values_mut() {
         spans.sort();
-        assert!(spans.windows(2).all(|w| w[0].1 <= w[1].0), "overlapping spans on one track: {spans:?}");
+        assert!(
+            spans.windows(2).all(|w| w[0].1 <= w[1].0),
+            "overlapping spans on one track: {spans:?}"
+        );
     }
 }
 
 #[test]
 fn svg_export_draws_lanes_and_the_violation() {
     let path = std::env::temp_dir().join(format!("leasehold-swimlane-{}.svg", std::process::id()));
-    let o = leasehold(&["export", MINIMAL, "--format", "svg", "--out", path.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = leasehold(&[
+        "export",
+        MINIMAL,
+        "--format",
+        "svg",
+        "--out",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let svg = std::fs::read_to_string(&path).unwrap();
     assert!(svg.starts_with("<svg"), "{}", &svg[..100.min(svg.len())]);
     assert!(svg.contains("worker-9"));

@@ -129,6 +129,8 @@ pub struct Worker {
     first_register_at: Option<Instant>,
     runs: BTreeMap<TaskId, Run>,
     doubtful: BTreeMap<TaskId, Doubt>,
+    /// Task mode: lease creations on their way (each holds a slot).
+    lease_creates: std::collections::BTreeSet<TaskId>,
     /// Task heartbeat mode: the lease held on each task being claimed or run.
     leases: BTreeMap<TaskId, task_lease::TaskLease>,
     out: Outbox<Purpose>,
@@ -165,6 +167,7 @@ impl Worker {
             first_register_at: None,
             runs: BTreeMap::new(),
             doubtful: BTreeMap::new(),
+            lease_creates: std::collections::BTreeSet::new(),
             leases: BTreeMap::new(),
             out: Outbox::new(),
             wall_ms: 0,
@@ -235,8 +238,19 @@ impl Worker {
         next
     }
 
+    /// Tasks that hold a slot: running, being claimed, or (task mode) whose
+    /// lease we hold while the claim is on its way.
+    fn busy_slots(&self) -> usize {
+        let pending_leases = self
+            .leases
+            .keys()
+            .filter(|t| !self.runs.contains_key(t) && !self.doubtful.contains_key(t))
+            .count();
+        self.runs.len() + self.doubtful.len() + pending_leases + self.lease_creates.len()
+    }
+
     fn free_slots(&self) -> usize {
-        (self.cfg.slots_per_worker as usize).saturating_sub(self.runs.len() + self.doubtful.len())
+        (self.cfg.slots_per_worker as usize).saturating_sub(self.busy_slots())
     }
 
     pub fn handle_input(&mut self, time: LocalTime, input: LeaseInput) {
@@ -314,6 +328,7 @@ impl Worker {
         });
         self.runs.clear();
         self.doubtful.clear();
+        self.lease_creates.clear();
         self.out.clear_pending();
         self.phase = Phase::Stopped;
         self.out.exit();
@@ -598,7 +613,10 @@ impl Worker {
             .iter()
             .filter(|d| {
                 matches!(d.key, DocKey::Task { task }
-                    if !self.runs.contains_key(&task) && !self.doubtful.contains_key(&task))
+                    if !self.runs.contains_key(&task)
+                        && !self.doubtful.contains_key(&task)
+                        && !self.leases.contains_key(&task)
+                        && !self.lease_creates.contains(&task))
                     && d.value
                         .as_task()
                         .is_some_and(|t| t.state == TaskState::Pending)
@@ -678,10 +696,17 @@ impl Worker {
                 self.doubtful.remove(&task);
                 self.start_run(now, task, claimed, version);
             }
-            // Untouched since we sent the claim: it may still arrive.
+            // Untouched since we sent the claim: it may still arrive, or it
+            // may be lost for good. Send the very same conditional write
+            // again: whichever copy lands first wins and the other conflicts
+            // with our own claim, which we recognise. Waiting instead could
+            // wait forever (nobody else may be able to move the task).
             (None, Some(d)) if d.version == doubt.expected => {
-                self.doubtful.get_mut(&task).expect("present").recheck_at =
-                    Some(now.plus_ms(self.cfg.store_timeout_ms));
+                self.doubtful.remove(&task);
+                if self.task_mode() && !self.task_lease_alive(now, task, doubt.claimed.epoch) {
+                    return; // the lease lapsed: the reclaimer cleans up
+                }
+                self.send_claim(now, task, doubt.claimed, doubt.expected);
             }
             // Someone else moved it: our claim's condition can never hold.
             _ => {
@@ -749,7 +774,10 @@ impl Worker {
         );
         assert!(
             self.runs.len() + self.doubtful.len() < self.cfg.slots_per_worker as usize,
-            "claimed past our slots"
+            "claimed past our slots: {} running, {} claims unsettled, {} slots",
+            self.runs.len(),
+            self.doubtful.len(),
+            self.cfg.slots_per_worker
         );
         if self.task_mode() && !self.task_lease_alive(now, task, doc.epoch) {
             // The claim landed but its lease may have lapsed meanwhile: never

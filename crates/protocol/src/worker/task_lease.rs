@@ -83,6 +83,10 @@ impl Worker {
             sent_at: now,
         };
         let deadline = now.plus_ms(self.cfg.store_timeout_ms);
+        assert!(
+            self.lease_creates.insert(task),
+            "two lease creations for one task"
+        );
         self.out.store(op, purpose, deadline);
     }
 
@@ -177,7 +181,10 @@ impl Worker {
         match purpose {
             // Outcome unknown: do not claim. If the lease landed, nobody
             // renews it and the reclaimer expires and deletes it.
-            Purpose::LeaseCreate { .. } => self.poll_later(now),
+            Purpose::LeaseCreate { task, .. } => {
+                self.lease_creates.remove(&task);
+                self.poll_later(now)
+            }
             Purpose::LeaseRenew { task, epoch, .. } => {
                 if let Some(lease) = self.leases.get_mut(&task)
                     && lease.epoch == epoch
@@ -205,7 +212,7 @@ impl Worker {
                 claimed,
                 task_version,
                 sent_at,
-            } => match reply {
+            } => match (self.lease_creates.remove(&task), reply).1 {
                 StoreReply::Written { version } => {
                     let lease = TaskLease {
                         epoch: claimed.epoch,
