@@ -512,6 +512,22 @@ impl Worker {
             Purpose::Claim { task, claimed, .. } => {
                 let doubt = self.doubtful.remove(&task).expect("claims are tracked");
                 assert!(!doubt.in_doubt, "a claim in doubt has no pending request");
+                if let StoreReply::Unavailable = reply {
+                    // This attempt was refused, but an earlier copy of the
+                    // same claim (before a re-send) may still be on its way:
+                    // stay in doubt until the task document says.
+                    self.doubtful.insert(
+                        task,
+                        Doubt {
+                            in_doubt: true,
+                            recheck_at: Some(now.plus_ms(self.cfg.retry_backoff_ms)),
+                            ..doubt
+                        },
+                    );
+                    self.polling = false;
+                    self.next_poll_at = now;
+                    return;
+                }
                 self.on_claim_reply(now, task, claimed, reply);
                 self.settle_claim_lease(now, task);
             }
