@@ -307,26 +307,29 @@ fn simulate_inner(
             boot_at_ms,
         });
     }
-    let arrivals = arrivals_ms(scn, seed);
+    let arrivals = Arc::new(arrivals_ms(scn, seed));
+    let last_arrival_ms = arrivals.last().copied().unwrap_or(0);
     let steps_total = s.tasks.steps_per_task();
-    for (i, at_ms) in arrivals.iter().enumerate() {
-        let task = TaskId(i as u32);
-        let doc = TaskDoc::new_pending(steps_total);
-        sim.schedule_external(
-            at_ms * 1_000,
-            StoreRequest::CreateIfAbsent {
+    let workload_arrivals = Arc::clone(&arrivals);
+    sim.set_workload(
+        arrivals.len() as u64,
+        Box::new(move |i: u64| {
+            let task = TaskId(u32::try_from(i).expect("task ids are 32-bit"));
+            let doc = TaskDoc::new_pending(steps_total);
+            let op = StoreRequest::CreateIfAbsent {
                 key: DocKey::Task { task },
                 value: DocValue::Task(doc),
                 index: doc.index_key(task),
-            },
-        );
-    }
+            };
+            (workload_arrivals[i as usize] * 1_000, op)
+        }),
+    );
     let bound = liveness_bound(scn);
     let check_config = CheckConfig {
         roles: roles.to_vec(),
         tasks_total: s.tasks.count,
         steps_per_task: steps_total,
-        last_arrival_ms: arrivals.last().copied().unwrap_or(0),
+        last_arrival_ms,
         liveness: bound,
         service_names: scn.services.iter().map(|svc| svc.name.clone()).collect(),
         step_names: scn

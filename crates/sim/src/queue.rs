@@ -2,39 +2,53 @@
 //!
 //! The sequence number breaks ties in insertion order, which is what makes
 //! two events at the same microsecond deterministic.
+//!
+//! Layout, for speed: the heap holds only 24-byte keys (time, sequence, slab
+//! slot); the events themselves (up to ~180 bytes each) sit still in a slab
+//! and are moved exactly twice, in and out. A heap of whole events moves every
+//! event `log2(len)` times per pop, which was the single largest cost of a run
+//! (a `memcpy` of ~1.3 KiB per event).
+//!
+//! Sequence numbers can be reserved ahead ([`EventQueue::reserve_seqs`]) and
+//! used later ([`EventQueue::push_reserved`]): a workload of a million
+//! arrivals then waits outside the queue and enters it one arrival at a time,
+//! in exactly the order it would have had if all were pushed up front.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-struct Entry<T> {
+#[derive(Clone, Copy)]
+struct Key {
     time_us: u64,
     seq: u64,
-    item: T,
+    slot: u32,
 }
 
-impl<T> PartialEq for Entry<T> {
+impl PartialEq for Key {
     fn eq(&self, other: &Self) -> bool {
         self.time_us == other.time_us && self.seq == other.seq
     }
 }
-impl<T> Eq for Entry<T> {}
-impl<T> PartialOrd for Entry<T> {
+impl Eq for Key {}
+impl PartialOrd for Key {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
-impl<T> Ord for Entry<T> {
+impl Ord for Key {
     // Reversed: BinaryHeap is a max-heap and we want the earliest first.
+    #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
-        other
-            .time_us
-            .cmp(&self.time_us)
-            .then_with(|| other.seq.cmp(&self.seq))
+        (other.time_us, other.seq).cmp(&(self.time_us, self.seq))
     }
 }
 
 pub struct EventQueue<T> {
-    heap: BinaryHeap<Entry<T>>,
+    heap: BinaryHeap<Key>,
+    /// Events by slot; `None` for a free slot.
+    slab: Vec<Option<T>>,
+    /// Free slots, reused last-in first-out (the warmest in cache).
+    free: Vec<u32>,
     next_seq: u64,
     capacity_limit: usize,
 }
@@ -43,30 +57,81 @@ impl<T> EventQueue<T> {
     /// `capacity_limit` bounds the queue: exceeding it is a bug (a node
     /// flooding the network), and we would rather stop than swap.
     pub fn new(capacity_limit: usize) -> EventQueue<T> {
+        assert!(capacity_limit > 0);
+        assert!(
+            capacity_limit <= u32::MAX as usize,
+            "slots are 32-bit: {capacity_limit} events is over the limit"
+        );
+        let initial = capacity_limit.min(1 << 12);
         EventQueue {
-            heap: BinaryHeap::with_capacity(capacity_limit.min(1 << 16)),
+            heap: BinaryHeap::with_capacity(initial),
+            slab: Vec::with_capacity(initial),
+            free: Vec::with_capacity(initial),
             next_seq: 0,
             capacity_limit,
         }
     }
 
+    #[inline]
     pub fn push(&mut self, time_us: u64, item: T) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.insert(time_us, seq, item);
+    }
+
+    /// Reserve `count` sequence numbers for events pushed later with
+    /// [`EventQueue::push_reserved`]; returns the first.
+    pub fn reserve_seqs(&mut self, count: u64) -> u64 {
+        let first = self.next_seq;
+        self.next_seq = first.checked_add(count).expect("sequence overflow");
+        first
+    }
+
+    /// Push with a sequence number reserved earlier: the event orders as if
+    /// it had been pushed when the number was reserved.
+    pub fn push_reserved(&mut self, time_us: u64, seq: u64, item: T) {
+        assert!(seq < self.next_seq, "sequence {seq} was never reserved");
+        self.insert(time_us, seq, item);
+    }
+
+    #[inline]
+    fn insert(&mut self, time_us: u64, seq: u64, item: T) {
         assert!(
             self.heap.len() < self.capacity_limit,
             "event queue over its limit of {}",
             self.capacity_limit
         );
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.heap.push(Entry { time_us, seq, item });
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                let cell = &mut self.slab[slot as usize];
+                debug_assert!(cell.is_none(), "free slot in use");
+                *cell = Some(item);
+                slot
+            }
+            None => {
+                // Bounded by `capacity_limit` (asserted above, and slots are
+                // only created when none is free).
+                let slot = self.slab.len() as u32;
+                self.slab.push(Some(item));
+                slot
+            }
+        };
+        self.heap.push(Key { time_us, seq, slot });
     }
 
+    #[inline]
     pub fn pop(&mut self) -> Option<(u64, T)> {
-        self.heap.pop().map(|e| (e.time_us, e.item))
+        let key = self.heap.pop()?;
+        let item = self.slab[key.slot as usize]
+            .take()
+            .expect("a queued key names a full slot");
+        self.free.push(key.slot);
+        Some((key.time_us, item))
     }
 
+    #[inline]
     pub fn peek_time_us(&self) -> Option<u64> {
-        self.heap.peek().map(|e| e.time_us)
+        self.heap.peek().map(|k| k.time_us)
     }
 
     pub fn len(&self) -> usize {
@@ -94,11 +159,42 @@ mod tests {
     }
 
     #[test]
+    fn reserved_sequences_order_as_if_pushed_when_reserved() {
+        let mut q = EventQueue::new(100);
+        q.push(5, "a");
+        let first = q.reserve_seqs(2);
+        q.push(5, "d");
+        q.push_reserved(5, first + 1, "c");
+        q.push_reserved(5, first, "b");
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(|(_, x)| x).collect();
+        assert_eq!(order, vec!["a", "b", "c", "d"]);
+    }
+
+    #[test]
+    fn slots_are_reused() {
+        let mut q = EventQueue::new(4);
+        for round in 0..100u64 {
+            q.push(round, round);
+            q.push(round, round + 1);
+            assert_eq!(q.pop(), Some((round, round)));
+            assert_eq!(q.pop(), Some((round, round + 1)));
+        }
+        assert!(q.slab.len() <= 2);
+    }
+
+    #[test]
     #[should_panic(expected = "over its limit")]
     fn refuses_to_grow_past_its_limit() {
         let mut q = EventQueue::new(2);
         q.push(1, ());
         q.push(1, ());
         q.push(1, ());
+    }
+
+    #[test]
+    #[should_panic(expected = "never reserved")]
+    fn refuses_an_unreserved_sequence() {
+        let mut q = EventQueue::new(2);
+        q.push_reserved(1, 0, ());
     }
 }

@@ -193,6 +193,19 @@ impl<N: Node> Slot<N> {
 /// Builds a fresh node for (node, incarnation): a restart loses all memory.
 pub type NodeFactory<N> = Box<dyn FnMut(NodeId, u32) -> N>;
 
+/// The `i`-th write of the workload: when it reaches the store, and what it is.
+pub type WorkloadFn<K, V> = Box<dyn FnMut(u64) -> (u64, StoreRequest<K, V>)>;
+
+struct Workload<K, V> {
+    count: u64,
+    /// Index of the next arrival to queue.
+    next: u64,
+    /// Sequence number reserved for arrival 0; arrival `i` has `first_seq + i`.
+    first_seq: u64,
+    last_at_us: u64,
+    arrival: WorkloadFn<K, V>,
+}
+
 pub struct Simulation<N: Node> {
     config: SimConfig,
     now_us: u64,
@@ -202,7 +215,7 @@ pub struct Simulation<N: Node> {
     store: VersionedStore<N::Key, N::Value>,
     store_outages: [u32; 2],
     services: Vec<EffectService>,
-    next_external_request: u64,
+    workload: Option<Workload<N::Key, N::Value>>,
     faults: FaultInjector,
     streams: RngStreams,
     hasher: TraceHasher,
@@ -239,7 +252,7 @@ impl<N: Node> Simulation<N> {
             store: VersionedStore::new(),
             store_outages: [0; 2],
             services: Vec::new(),
-            next_external_request: 0,
+            workload: None,
             streams,
             hasher: TraceHasher::new(),
             events: 0,
@@ -278,15 +291,45 @@ impl<N: Node> Simulation<N> {
         id
     }
 
-    /// A write from outside the fleet (a customer placing an order) that
-    /// reaches the store at `at_us`.
-    pub fn schedule_external(&mut self, at_us: u64, op: StoreRequest<N::Key, N::Value>) {
-        let request = RequestId(self.next_external_request);
-        self.next_external_request += 1;
+    /// The writes from outside the fleet (customers placing orders): `count`
+    /// of them, the `i`-th given by `arrival(i)` as (time it reaches the
+    /// store, request), in nondecreasing time. Call once, after the nodes
+    /// are added.
+    ///
+    /// They are pulled lazily, one at a time, but order exactly as if all had
+    /// been queued now (their sequence numbers are reserved here): a million
+    /// arrivals cost one queued event, not a million.
+    pub fn set_workload(&mut self, count: u64, arrival: WorkloadFn<N::Key, N::Value>) {
+        assert!(self.workload.is_none(), "the workload is set once");
+        let first_seq = self.queue.reserve_seqs(count);
+        self.workload = Some(Workload {
+            count,
+            next: 0,
+            first_seq,
+            last_at_us: 0,
+            arrival,
+        });
+        self.feed_workload();
+    }
+
+    /// Queue the next arrival of the workload, if any is left.
+    fn feed_workload(&mut self) {
+        let Some(w) = self.workload.as_mut() else {
+            return;
+        };
+        if w.next == w.count {
+            return;
+        }
+        let index = w.next;
+        let (at_us, op) = (w.arrival)(index);
+        assert!(at_us >= w.last_at_us, "workload arrivals out of order");
+        w.last_at_us = at_us;
+        w.next += 1;
+        let seq = w.first_seq + index;
         let env = Envelope {
             actor: Actor::External,
-            request,
-            msg: request.0,
+            request: RequestId(index),
+            msg: index,
             decided_us: at_us,
             sent_us: at_us,
             reply_latency_us: 0,
@@ -294,7 +337,8 @@ impl<N: Node> Simulation<N> {
             refuse: None,
             work_us: 0,
         };
-        self.queue.push(at_us, Event::ToStore { env, op });
+        self.queue
+            .push_reserved(at_us, seq, Event::ToStore { env, op });
     }
 
     pub fn store(&self) -> &VersionedStore<N::Key, N::Value> {
@@ -350,6 +394,19 @@ impl<N: Node> Simulation<N> {
             self.now_us = time_us;
             self.events += 1;
             self.max_queue_len = self.max_queue_len.max(self.queue.len() + 1);
+            if let Event::ToStore {
+                env:
+                    Envelope {
+                        actor: Actor::External,
+                        ..
+                    },
+                ..
+            } = &event
+            {
+                // Only the workload sends as `External`: its next arrival
+                // enters the queue as this one leaves it.
+                self.feed_workload();
+            }
             self.dispatch(event, observer);
         };
         RunStats {
