@@ -1,8 +1,9 @@
 //! Pending requests and queued outputs, shared by both state machines.
 
+use crate::sorted_vec_map::SortedVecMap;
 use crate::{DocKey, DocValue, LeaseEvent, LeaseOutput};
 use leasehold_interface::{EffectRequest, Instant, Output, RequestId, StoreRequest};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 /// Bound on requests one node may have outstanding: a worker has a handful
 /// per task slot; anything beyond this is a runaway loop.
@@ -12,7 +13,8 @@ pub const MAX_QUEUED_OUTPUTS: usize = 4_096;
 
 pub struct Outbox<P> {
     next_request: u64,
-    pending: BTreeMap<RequestId, (P, Instant)>,
+    /// By request id, which only grows: a new request is a push.
+    pending: SortedVecMap<RequestId, (P, Instant)>,
     queued: VecDeque<LeaseOutput>,
 }
 
@@ -20,7 +22,7 @@ impl<P> Outbox<P> {
     pub fn new() -> Outbox<P> {
         Outbox {
             next_request: 0,
-            pending: BTreeMap::new(),
+            pending: SortedVecMap::new(),
             queued: VecDeque::new(),
         }
     }
@@ -71,17 +73,12 @@ impl<P> Outbox<P> {
         self.pending.values().map(|(_, d)| *d).min()
     }
 
-    /// Remove and return every request whose deadline has passed.
-    pub fn expire(&mut self, now: Instant) -> Vec<P> {
-        let due: Vec<RequestId> = self
-            .pending
-            .iter()
-            .filter(|(_, (_, d))| *d <= now)
-            .map(|(id, _)| *id)
-            .collect();
-        due.into_iter()
-            .map(|id| self.pending.remove(&id).expect("listed").0)
-            .collect()
+    /// Remove and return the oldest request whose deadline has passed.
+    /// Called in a loop; requests sent meanwhile have later deadlines.
+    pub fn expire_one(&mut self, now: Instant) -> Option<P> {
+        self.pending
+            .remove_first_where(|_, (_, deadline)| *deadline <= now)
+            .map(|(_, (purpose, _))| purpose)
     }
 
     pub fn clear_pending(&mut self) {

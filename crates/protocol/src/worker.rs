@@ -5,13 +5,13 @@ use crate::config::ProtocolConfig;
 use crate::docs::{DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId, TaskState};
 use crate::events::LeaseEvent;
 use crate::outbox::Outbox;
+use crate::sorted_vec_map::SortedVecMap;
 use crate::variant::Variant;
 use crate::{LeaseInput, LeaseOutput};
 use leasehold_interface::{
     Document, EffectReply, EffectRequest, Input, Instant, LocalTime, StoreReply, StoreRequest,
     Version,
 };
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Pending-task candidates fetched per poll.
@@ -109,8 +109,9 @@ pub struct Worker {
     /// Send time of our first registration attempt: if a retry conflicts
     /// with an earlier attempt that landed, the lease counts from here.
     first_register_at: Option<Instant>,
-    runs: BTreeMap<TaskId, Run>,
-    doubtful: BTreeMap<TaskId, Doubt>,
+    /// At most `slots_per_worker` entries between them, in task order.
+    runs: SortedVecMap<TaskId, Run>,
+    doubtful: SortedVecMap<TaskId, Doubt>,
     out: Outbox<Purpose>,
     /// Wall-clock reading at the current input: stamps documents, nothing more.
     wall_ms: u64,
@@ -143,8 +144,8 @@ impl Worker {
             claim_retries: 0,
             retry_register_at: None,
             first_register_at: None,
-            runs: BTreeMap::new(),
-            doubtful: BTreeMap::new(),
+            runs: SortedVecMap::new(),
+            doubtful: SortedVecMap::new(),
             out: Outbox::new(),
             wall_ms: 0,
         }
@@ -293,7 +294,8 @@ impl Worker {
     }
 
     fn on_time(&mut self, now: Instant) {
-        for purpose in self.out.expire(now) {
+        // Timeouts send nothing, so this loop ends; `stop` clears the rest.
+        while let Some(purpose) = self.out.expire_one(now) {
             self.on_timeout(now, purpose);
             if self.phase == Phase::Stopped {
                 return;
@@ -308,22 +310,15 @@ impl Worker {
         if !self.heartbeat_in_flight && now >= self.next_heartbeat_at {
             self.send_heartbeat(now);
         }
-        let due: Vec<(TaskId, Wait)> = self
-            .runs
-            .iter()
-            .filter(|(_, r)| {
-                matches!(r.wait, Wait::RetryEffectAt(t) | Wait::RetryProgressAt(t) if now >= t)
-            })
-            .map(|(t, r)| (*t, r.wait))
-            .collect();
-        let rechecks: Vec<TaskId> = self
-            .doubtful
-            .iter()
-            .filter(|(_, d)| d.recheck_at.is_some_and(|t| now >= t))
-            .map(|(t, _)| *t)
-            .collect();
-        for task in rechecks {
-            self.doubtful.get_mut(&task).expect("listed").recheck_at = None;
+        // Claims in doubt first, then retries, each in task order. Neither
+        // loop adds or removes entries, so walking by index is safe (and
+        // allocates nothing, unlike collecting the due ones first).
+        for (task, doubt) in self.doubtful.iter_mut() {
+            if !doubt.recheck_at.is_some_and(|t| now >= t) {
+                continue;
+            }
+            doubt.recheck_at = None;
+            let task = *task;
             let deadline = now.plus_ms(self.cfg.store_timeout_ms);
             self.out.store(
                 StoreRequest::Get {
@@ -333,11 +328,13 @@ impl Worker {
                 deadline,
             );
         }
-        for (task, wait) in due {
-            match wait {
-                Wait::RetryEffectAt(_) => self.call_effect(now, task),
-                Wait::RetryProgressAt(_) => self.write_progress(now, task),
-                _ => unreachable!("filtered"),
+        for i in 0..self.runs.len() {
+            let (task, run) = self.runs.entry_at(i);
+            let task = *task;
+            match run.wait {
+                Wait::RetryEffectAt(t) if now >= t => self.call_effect(now, task),
+                Wait::RetryProgressAt(t) if now >= t => self.write_progress(now, task),
+                _ => {}
             }
         }
         if !self.polling && self.free_slots() > 0 && now >= self.next_poll_at {
