@@ -7,6 +7,7 @@ pub mod catalogue;
 pub mod fault_model;
 pub mod hunt;
 pub mod lease_node;
+pub mod measure;
 pub mod panic_capture;
 pub mod run;
 pub mod scenario;

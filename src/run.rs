@@ -64,6 +64,10 @@ impl RunOutcome {
         self.stats.as_ref().map_or(0, |s| s.events)
     }
 
+    pub fn sim_time_us(&self) -> u64 {
+        self.stats.as_ref().map_or(0, |s| s.sim_time_us)
+    }
+
     pub fn to_json(&self) -> serde_json::Value {
         let stats = self.stats.as_ref();
         serde_json::json!({
