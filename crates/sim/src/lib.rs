@@ -32,7 +32,7 @@ pub use record::{Actor, InputSummary, LossReason, NullObserver, Observer, Record
 pub use rng::{Concern, RngStreams};
 pub use services::{Dedup, EffectService, ServiceSpec};
 pub use simulation::{
-    NetworkSpec, RunLimits, RunStats, SimConfig, Simulation, StopReason, WorkloadFn,
+    NetworkSpec, RunLimits, RunStats, SimConfig, Simulation, StopReason, WorkloadFn, queue_floor,
 };
 pub use store::{StoreStats, VersionedStore};
 pub use trace_hash::TraceHasher;

@@ -79,6 +79,9 @@ pub struct RunStats {
     /// Planned faults injected (crashes, pauses, lost messages, ...).
     pub faults: u64,
     pub max_queue_len: usize,
+    /// Queue length summed over events: over `events`, the mean depth (what
+    /// the event-queue floor is measured at).
+    pub queue_len_total: u64,
     pub trace_hash: u64,
     /// Every planned fault injected, in order: replaying this plan reproduces
     /// the run.
@@ -222,6 +225,7 @@ pub struct Simulation<N: Node> {
     events: u64,
     plan: FaultPlan,
     max_queue_len: usize,
+    queue_len_total: u64,
     out_buf: Vec<Output<N::Key, N::Value, N::Event>>,
 }
 
@@ -258,6 +262,7 @@ impl<N: Node> Simulation<N> {
             events: 0,
             plan: FaultPlan::default(),
             max_queue_len: 0,
+            queue_len_total: 0,
             out_buf: Vec::with_capacity(16),
         }
     }
@@ -394,6 +399,7 @@ impl<N: Node> Simulation<N> {
             self.now_us = time_us;
             self.events += 1;
             self.max_queue_len = self.max_queue_len.max(self.queue.len() + 1);
+            self.queue_len_total += self.queue.len() as u64 + 1;
             if let Event::ToStore {
                 env:
                     Envelope {
@@ -417,6 +423,7 @@ impl<N: Node> Simulation<N> {
             effect_calls: self.services.iter().map(|s| s.calls()).sum(),
             faults: self.plan.len() as u64,
             max_queue_len: self.max_queue_len,
+            queue_len_total: self.queue_len_total,
             trace_hash: self.hasher.digest(),
             plan: std::mem::take(&mut self.plan),
         }
@@ -1167,4 +1174,36 @@ impl<N: Node> Simulation<N> {
         self.queue
             .push(self.now_us + restart_after_us.max(1), Event::Boot { node });
     }
+}
+
+/// The event-queue floor: `events` events pushed and popped through the
+/// simulator's own queue, carrying its own event type, with `depth` events
+/// queued throughout (a hold model: pop the earliest, push it back a
+/// pseudo-random 0-1 s later), and nothing else done. A run's events cost at
+/// least this much each; `events / floor time` is the ceiling on events/s.
+/// Returns a checksum so the work cannot be optimised away.
+pub fn queue_floor<K, V>(events: u64, depth: usize, seed: u64) -> u64 {
+    assert!(depth > 0, "a floor needs something queued");
+    let mut queue: EventQueue<Event<K, V>> = EventQueue::new(depth);
+    // xorshift64: a few instructions per draw, next to nothing beside a pop.
+    let mut state = seed | 1;
+    let mut next_delay_us = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % 1_000_000
+    };
+    for i in 0..depth {
+        let node = NodeId(i as u32);
+        queue.push(next_delay_us(), Event::Boot { node });
+    }
+    let mut checksum = 0u64;
+    for _ in 0..events {
+        let (now_us, event) = queue.pop().expect("the floor holds `depth` events");
+        if let Event::Boot { node } = &event {
+            checksum = checksum.wrapping_add(node.0 as u64 ^ now_us);
+        }
+        queue.push(now_us + next_delay_us(), event);
+    }
+    checksum
 }
