@@ -10,6 +10,7 @@ pub mod lease_node;
 pub mod measure;
 pub mod panic_capture;
 pub mod run;
+pub mod scaled_scenario;
 pub mod scenario;
 pub mod seeds;
 pub mod store_load;
