@@ -182,6 +182,48 @@ mod tests {
         assert!(q.slab.len() <= 2);
     }
 
+    /// Against a reference (a sorted vector), under the simulation's pattern:
+    /// pop one, push a few at or after it, sometimes at the very same time.
+    #[test]
+    fn matches_a_reference_under_random_monotone_pushes() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut q = EventQueue::new(1 << 20);
+        let mut reference: Vec<(u64, u64)> = Vec::new();
+        let mut seq = 0u64;
+        for _ in 0..64 {
+            let t = next() % 1_000;
+            q.push(t, seq);
+            reference.push((t, seq));
+            seq += 1;
+        }
+        for _ in 0..200_000 {
+            reference.sort_unstable();
+            let expected = (!reference.is_empty()).then(|| reference.remove(0));
+            assert_eq!(q.peek_time_us(), expected.map(|e| e.0));
+            let got = q.pop();
+            assert_eq!(got, expected);
+            let Some((now, _)) = got else { break };
+            for _ in 0..(next() % 3) {
+                let delay = match next() % 4 {
+                    0 => 0,
+                    1 => next() % 16,
+                    2 => next() % 10_000,
+                    _ => next() % 5_000_000,
+                };
+                q.push(now + delay, seq);
+                reference.push((now + delay, seq));
+                seq += 1;
+            }
+            assert_eq!(q.len(), reference.len());
+        }
+    }
+
     #[test]
     #[should_panic(expected = "over its limit")]
     fn refuses_to_grow_past_its_limit() {
