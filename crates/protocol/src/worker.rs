@@ -314,7 +314,7 @@ impl Worker {
         // loop adds or removes entries, so walking by index is safe (and
         // allocates nothing, unlike collecting the due ones first).
         for (task, doubt) in self.doubtful.iter_mut() {
-            if !doubt.recheck_at.is_some_and(|t| now >= t) {
+            if doubt.recheck_at.is_none_or(|t| now < t) {
                 continue;
             }
             doubt.recheck_at = None;
