@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 
 /// What a batch of runs did and how long it took on the wall clock.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -80,7 +80,7 @@ pub fn fmt_thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -104,47 +104,57 @@ pub fn fmt_bytes(bytes: u64) -> String {
     }
 }
 
-/// A global allocator that counts live heap bytes and their high-water mark,
-/// for benches: install it with `#[global_allocator]`, call
-/// [`CountingAllocator::reset_peak`] before a run and read
-/// [`CountingAllocator::peak_bytes`] after. Exact for heap memory (what a run
+/// A global allocator that can measure the heap high-water mark of a piece
+/// of code, for benches: install it with `#[global_allocator]` and wrap a run
+/// in [`CountingAllocator::peak_of`]. Exact for heap memory (what a run
 /// allocates), unlike RSS, which also counts the binary, stacks and pages the
-/// allocator keeps. Costs two relaxed atomic operations per allocation.
+/// allocator keeps.
+///
+/// Counting is off outside `peak_of`: then each allocation pays one relaxed
+/// load, so timed runs are not slowed by the bookkeeping. While on, it counts
+/// net bytes since the start (frees of older memory count negative), so the
+/// peak is what the measured code added at its worst. Meant for one thread
+/// at a time.
 pub struct CountingAllocator {
-    live: AtomicUsize,
-    peak: AtomicUsize,
+    counting: AtomicBool,
+    live: AtomicIsize,
+    peak: AtomicIsize,
 }
 
 impl CountingAllocator {
     pub const fn new() -> CountingAllocator {
         CountingAllocator {
-            live: AtomicUsize::new(0),
-            peak: AtomicUsize::new(0),
+            counting: AtomicBool::new(false),
+            live: AtomicIsize::new(0),
+            peak: AtomicIsize::new(0),
         }
     }
 
-    /// Heap bytes allocated and not yet freed.
-    pub fn live_bytes(&self) -> usize {
-        self.live.load(Ordering::Relaxed)
+    /// Run `f` and return its result with the most heap bytes it held at
+    /// once (beyond what was live when it started).
+    pub fn peak_of<R>(&self, f: impl FnOnce() -> R) -> (R, usize) {
+        self.live.store(0, Ordering::Relaxed);
+        self.peak.store(0, Ordering::Relaxed);
+        self.counting.store(true, Ordering::SeqCst);
+        let result = f();
+        self.counting.store(false, Ordering::SeqCst);
+        let peak = self.peak.load(Ordering::Relaxed).max(0) as usize;
+        (result, peak)
     }
 
-    /// The most heap bytes live at once since the last reset.
-    pub fn peak_bytes(&self) -> usize {
-        self.peak.load(Ordering::Relaxed)
-    }
-
-    /// Start a new high-water mark from what is live now.
-    pub fn reset_peak(&self) {
-        self.peak.store(self.live_bytes(), Ordering::Relaxed);
-    }
-
+    #[inline]
     fn added(&self, bytes: usize) {
-        let live = self.live.fetch_add(bytes, Ordering::Relaxed) + bytes;
-        self.peak.fetch_max(live, Ordering::Relaxed);
+        if self.counting.load(Ordering::Relaxed) {
+            let live = self.live.fetch_add(bytes as isize, Ordering::Relaxed) + bytes as isize;
+            self.peak.fetch_max(live, Ordering::Relaxed);
+        }
     }
 
+    #[inline]
     fn removed(&self, bytes: usize) {
-        self.live.fetch_sub(bytes, Ordering::Relaxed);
+        if self.counting.load(Ordering::Relaxed) {
+            self.live.fetch_sub(bytes as isize, Ordering::Relaxed);
+        }
     }
 }
 
@@ -186,8 +196,9 @@ unsafe impl GlobalAlloc for CountingAllocator {
         // SAFETY: as for `dealloc`, and `new_size` is valid per the caller.
         let new = unsafe { System.realloc(ptr, layout, new_size) };
         if !new.is_null() {
-            self.removed(layout.size());
+            // Grow first: a moving realloc holds both blocks for a moment.
             self.added(new_size);
+            self.removed(layout.size());
         }
         new
     }
@@ -242,19 +253,23 @@ mod tests {
     fn the_counting_allocator_tracks_a_high_water_mark() {
         let a = CountingAllocator::new();
         let layout = Layout::from_size_align(4096, 8).unwrap();
-        // SAFETY: a valid non-zero layout; the block is freed with it below.
-        unsafe {
-            let p = a.alloc(layout);
-            assert!(!p.is_null());
-            assert_eq!(a.live_bytes(), 4096);
-            let q = a.realloc(p, layout, 8192);
-            assert!(!q.is_null());
-            assert_eq!(a.peak_bytes(), 8192);
-            a.dealloc(q, Layout::from_size_align(8192, 8).unwrap());
-        }
-        assert_eq!(a.live_bytes(), 0);
-        assert_eq!(a.peak_bytes(), 8192);
-        a.reset_peak();
-        assert_eq!(a.peak_bytes(), 0);
+        // Not counting: nothing recorded.
+        // SAFETY: a valid non-zero layout, freed with the same layout.
+        unsafe { a.dealloc(a.alloc(layout), layout) };
+        let ((), peak) = a.peak_of(|| {
+            // SAFETY: valid layouts; each block is freed with its own.
+            unsafe {
+                let p = a.alloc(layout);
+                assert!(!p.is_null());
+                let q = a.realloc(p, layout, 8192);
+                assert!(!q.is_null());
+                a.dealloc(q, Layout::from_size_align(8192, 8).unwrap());
+                let r = a.alloc(layout);
+                a.dealloc(r, layout);
+            }
+        });
+        assert_eq!(peak, 4096 + 8192);
+        let ((), none) = a.peak_of(|| ());
+        assert_eq!(none, 0);
     }
 }
