@@ -152,16 +152,29 @@ impl<T> EventQueue<T> {
             if first >= n {
                 break;
             }
-            let end = (first + ARITY).min(n);
-            let mut child = first;
-            let mut child_order = self.heap[first].order();
-            for c in first + 1..end {
-                let o = self.heap[c].order();
-                if o < child_order {
-                    child = c;
-                    child_order = o;
+            let (child, child_order) = if first + ARITY <= n {
+                // All four children: a branch-light tournament, one bounds
+                // check for the lot.
+                let kids: &[Key; ARITY] = self.heap[first..first + ARITY]
+                    .try_into()
+                    .expect("four children");
+                let o = kids.map(|k| k.order());
+                let a = usize::from(o[1] < o[0]);
+                let b = 2 + usize::from(o[3] < o[2]);
+                let m = if o[b] < o[a] { b } else { a };
+                (first + m, o[m])
+            } else {
+                let mut child = first;
+                let mut child_order = self.heap[first].order();
+                for c in first + 1..n {
+                    let o = self.heap[c].order();
+                    if o < child_order {
+                        child = c;
+                        child_order = o;
+                    }
                 }
-            }
+                (child, child_order)
+            };
             if order <= child_order {
                 break;
             }
