@@ -261,7 +261,9 @@ fn simulate_inner(
         limits: RunLimits {
             max_sim_time_us: s.limits.max_sim_time_ms * 1_000,
             max_events: s.limits.max_events,
-            max_queue_len: 4 * (s.tasks.count as usize + nodes * 256) + (1 << 20),
+            // In flight at once: a few hundred per node at worst (the workload
+            // waits outside the queue, one arrival at a time).
+            max_queue_len: (nodes * 1_024 + (1 << 20)).min(leasehold_sim::queue::MAX_QUEUED),
         },
     };
     let factory_cfg = Arc::clone(&cfg);

@@ -3,7 +3,7 @@
 //! The sequence number breaks ties in insertion order, which is what makes
 //! two events at the same microsecond deterministic.
 //!
-//! Layout, for speed: the heap holds only 24-byte keys (time, sequence, slab
+//! Layout, for speed: the heap holds only 16-byte keys (time, sequence, slab
 //! slot); the events themselves (up to ~180 bytes each) sit still in a slab
 //! and are moved exactly twice, in and out. A heap of whole events moves every
 //! event `log2(len)` times per pop, which was the single largest cost of a run
@@ -15,18 +15,42 @@
 //! in exactly the order it would have had if all were pushed up front.
 
 
+/// Bits of a key's second word that name the slab slot; the rest hold the
+/// sequence number. Sequence numbers are unique, so the slot bits below them
+/// never decide an order.
+const SLOT_BITS: u32 = 24;
+/// Events queued at once, at most (16.7 million).
+pub const MAX_QUEUED: usize = 1 << SLOT_BITS;
+/// Sequence numbers available (a trillion events and reservations).
+const MAX_SEQ: u64 = 1 << (64 - SLOT_BITS);
+
+/// 16 bytes: four children fill one cache line.
 #[derive(Clone, Copy)]
 struct Key {
     time_us: u64,
-    seq: u64,
-    slot: u32,
+    /// `seq << SLOT_BITS | slot`.
+    seq_slot: u64,
 }
 
 impl Key {
+    #[inline(always)]
+    fn new(time_us: u64, seq: u64, slot: u32) -> Key {
+        debug_assert!(seq < MAX_SEQ && (slot as usize) < MAX_QUEUED);
+        Key {
+            time_us,
+            seq_slot: (seq << SLOT_BITS) | slot as u64,
+        }
+    }
+
     /// Time, then sequence: the queue's order as one integer compare.
     #[inline(always)]
     fn order(&self) -> u128 {
-        ((self.time_us as u128) << 64) | self.seq as u128
+        ((self.time_us as u128) << 64) | self.seq_slot as u128
+    }
+
+    #[inline(always)]
+    fn slot(&self) -> usize {
+        (self.seq_slot & (MAX_QUEUED as u64 - 1)) as usize
     }
 }
 
@@ -53,8 +77,8 @@ impl<T> EventQueue<T> {
     pub fn new(capacity_limit: usize) -> EventQueue<T> {
         assert!(capacity_limit > 0);
         assert!(
-            capacity_limit <= u32::MAX as usize,
-            "slots are 32-bit: {capacity_limit} events is over the limit"
+            capacity_limit <= MAX_QUEUED,
+            "{capacity_limit} events is over the queue's limit of {MAX_QUEUED}"
         );
         let initial = capacity_limit.min(1 << 12);
         EventQueue {
@@ -70,6 +94,7 @@ impl<T> EventQueue<T> {
     pub fn push(&mut self, time_us: u64, item: T) {
         let seq = self.next_seq;
         self.next_seq += 1;
+        assert!(seq < MAX_SEQ, "sequence numbers exhausted");
         self.insert(time_us, seq, item);
     }
 
@@ -78,6 +103,7 @@ impl<T> EventQueue<T> {
     pub fn reserve_seqs(&mut self, count: u64) -> u64 {
         let first = self.next_seq;
         self.next_seq = first.checked_add(count).expect("sequence overflow");
+        assert!(self.next_seq <= MAX_SEQ, "sequence numbers exhausted");
         first
     }
 
@@ -110,11 +136,7 @@ impl<T> EventQueue<T> {
                 slot
             }
         };
-        self.sift_up(Key {
-            time_us,
-            seq,
-            slot,
-        });
+        self.sift_up(Key::new(time_us, seq, slot));
     }
 
     /// Add `key` at the bottom and move it up to its place.
@@ -188,10 +210,11 @@ impl<T> EventQueue<T> {
     #[inline]
     pub fn pop(&mut self) -> Option<(u64, T)> {
         let key = self.pop_min()?;
-        let item = self.slab[key.slot as usize]
+        let slot = key.slot();
+        let item = self.slab[slot]
             .take()
             .expect("a queued key names a full slot");
-        self.free.push(key.slot);
+        self.free.push(slot as u32);
         Some((key.time_us, item))
     }
 
