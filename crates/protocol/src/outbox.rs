@@ -95,4 +95,8 @@ impl<P> Outbox<P> {
     pub fn poll(&mut self) -> Option<LeaseOutput> {
         self.queued.pop_front()
     }
+
+    pub fn drain_into(&mut self, out: &mut Vec<LeaseOutput>) {
+        out.extend(self.queued.drain(..));
+    }
 }

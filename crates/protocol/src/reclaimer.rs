@@ -117,6 +117,11 @@ impl Reclaimer {
         self.out.poll()
     }
 
+    /// Every queued output, in order, appended to `out`.
+    pub fn drain_outputs(&mut self, out: &mut Vec<LeaseOutput>) {
+        self.out.drain_into(out);
+    }
+
     pub fn poll_timeout(&self) -> Option<Instant> {
         let scan = if self.scan_in_flight {
             None

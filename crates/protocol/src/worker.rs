@@ -163,6 +163,12 @@ impl Worker {
         self.out.poll()
     }
 
+    /// Every queued output, in order, appended to `out` (what a host does
+    /// with `poll_output` in a loop, as one copy).
+    pub fn drain_outputs(&mut self, out: &mut Vec<LeaseOutput>) {
+        self.out.drain_into(out);
+    }
+
     fn variant(&self) -> Variant {
         self.cfg.variant
     }
@@ -541,24 +547,28 @@ impl Worker {
             self.poll_later(now);
             return;
         };
-        let candidates: Vec<&Document<DocKey, DocValue>> = docs
-            .iter()
-            .filter(|d| {
-                matches!(d.key, DocKey::Task { task }
-                    if !self.runs.contains_key(&task) && !self.doubtful.contains_key(&task))
-                    && d.value
-                        .as_task()
-                        .is_some_and(|t| t.state == TaskState::Pending)
-            })
-            .collect();
-        if candidates.is_empty() || self.free_slots() == 0 {
+        // Counted, then picked, in two passes over at most a page: no
+        // allocation per poll.
+        let is_candidate = |d: &&Document<DocKey, DocValue>| {
+            matches!(d.key, DocKey::Task { task }
+                if !self.runs.contains_key(&task) && !self.doubtful.contains_key(&task))
+                && d.value
+                    .as_task()
+                    .is_some_and(|t| t.state == TaskState::Pending)
+        };
+        let candidates = docs.iter().filter(is_candidate).count();
+        if candidates == 0 || self.free_slots() == 0 {
             self.poll_later(now);
             return;
         }
         // Spread workers over the candidates instead of all racing for the
         // first; deterministic, since the protocol draws no randomness.
-        let pick = (self.me.worker as usize + self.claim_retries as usize) % candidates.len();
-        let doc = candidates[pick];
+        let pick = (self.me.worker as usize + self.claim_retries as usize) % candidates;
+        let doc = docs
+            .iter()
+            .filter(is_candidate)
+            .nth(pick)
+            .expect("counted");
         let DocKey::Task { task } = doc.key else {
             unreachable!("filtered")
         };

@@ -904,25 +904,43 @@ impl<N: Node> Simulation<N> {
             Some(action @ (MessageAction::Fail | MessageAction::Hang)) => env.refuse = Some(action),
             None => {}
         }
-        for (copy, at) in arrivals.into_iter().flatten().enumerate() {
-            if copy == 1 {
-                // The duplicate is just a copy: no faults of its own.
-                env.reply_fault = None;
-                env.refuse = None;
-            }
-            match &output {
-                Output::Store { op, .. } => self.queue.push(
-                    at,
-                    Event::ToStore {
-                        env,
-                        op: op.clone(),
-                    },
-                ),
-                Output::Effect { call, .. } => {
-                    self.queue.push(at, Event::ToService { env, call: *call })
+        let [first_at, copy_at] = arrivals;
+        let first_at = first_at.expect("a message that travels arrives");
+        // The duplicate is just a copy: no faults of its own.
+        let copy_env = Envelope {
+            reply_fault: None,
+            refuse: None,
+            ..env
+        };
+        match output {
+            Output::Store { op, .. } => match copy_at {
+                Some(copy_at) => {
+                    let copy = op.clone();
+                    self.queue.push(first_at, Event::ToStore { env, op });
+                    self.queue.push(
+                        copy_at,
+                        Event::ToStore {
+                            env: copy_env,
+                            op: copy,
+                        },
+                    );
                 }
-                _ => unreachable!("only requests travel"),
+                // The common case: the request moves, no clone.
+                None => self.queue.push(first_at, Event::ToStore { env, op }),
+            },
+            Output::Effect { call, .. } => {
+                self.queue.push(first_at, Event::ToService { env, call });
+                if let Some(copy_at) = copy_at {
+                    self.queue.push(
+                        copy_at,
+                        Event::ToService {
+                            env: copy_env,
+                            call,
+                        },
+                    );
+                }
             }
+            _ => unreachable!("only requests travel"),
         }
         false
     }
