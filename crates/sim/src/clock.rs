@@ -76,6 +76,15 @@ impl LocalClock {
     /// The earliest simulated time at which this clock reads at least `local`.
     pub fn sim_time_for(&self, local: Instant) -> u64 {
         let target = local.as_micros() as i128 - self.offset_us as i128;
+        if self.drift_ppm == 0 {
+            // Most clocks in most runs: `local(sim) = max(sim + offset, 0)`,
+            // inverted directly (zero is read from the start).
+            return if local == Instant::ZERO {
+                0
+            } else {
+                target.clamp(0, u64::MAX as i128) as u64
+            };
+        }
         if target <= 0 || self.local(0) >= local {
             return 0;
         }
