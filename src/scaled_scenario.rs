@@ -24,6 +24,10 @@ pub const TASKS_PER_WORKER: u32 = 100;
 pub const ARRIVAL_WINDOW_MS: u64 = 50 * 60_000;
 pub const SIM_TIME_MS: u64 = 60 * 60_000;
 pub const FAULT_RATE_DIVISOR: f64 = 20.0;
+/// The default bound of 200 million events is too low for an hour of 10,000
+/// workers (about 500 million: every idle worker polls each second, and a
+/// new task draws a herd of claims).
+pub const MAX_EVENTS: u64 = 2_000_000_000;
 
 fn scaled(r: &mut Range<f64>) {
     r[0] /= FAULT_RATE_DIVISOR;
@@ -76,6 +80,7 @@ pub fn one_hour_fleet(workers: u32) -> Result<ValidScenario, ScenarioError> {
     }
     s.limits = LimitsSection {
         max_sim_time_ms: SIM_TIME_MS,
+        max_events: MAX_EVENTS,
         ..LimitsSection::default()
     };
     // Parsed back from its own text, so that the scenario is exactly what the
