@@ -180,11 +180,15 @@ impl<T> EventQueue<T> {
                 let kids: &[Key; ARITY] = self.heap[first..first + ARITY]
                     .try_into()
                     .expect("four children");
-                let o = kids.map(|k| k.order());
-                let a = usize::from(o[1] < o[0]);
-                let b = 2 + usize::from(o[3] < o[2]);
-                let m = if o[b] < o[a] { b } else { a };
-                (first + m, o[m])
+                let (o0, o1) = (kids[0].order(), kids[1].order());
+                let (o2, o3) = (kids[2].order(), kids[3].order());
+                let (i01, o01) = if o1 < o0 { (1, o1) } else { (0, o0) };
+                let (i23, o23) = if o3 < o2 { (3, o3) } else { (2, o2) };
+                if o23 < o01 {
+                    (first + i23, o23)
+                } else {
+                    (first + i01, o01)
+                }
             } else {
                 let mut child = first;
                 let mut child_order = self.heap[first].order();
