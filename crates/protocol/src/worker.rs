@@ -564,11 +564,7 @@ impl Worker {
         // Spread workers over the candidates instead of all racing for the
         // first; deterministic, since the protocol draws no randomness.
         let pick = (self.me.worker as usize + self.claim_retries as usize) % candidates;
-        let doc = docs
-            .iter()
-            .filter(is_candidate)
-            .nth(pick)
-            .expect("counted");
+        let doc = docs.iter().filter(is_candidate).nth(pick).expect("counted");
         let DocKey::Task { task } = doc.key else {
             unreachable!("filtered")
         };

@@ -14,7 +14,6 @@
 //! arrivals then waits outside the queue and enters it one arrival at a time,
 //! in exactly the order it would have had if all were pushed up front.
 
-
 /// Bits of a key's second word that name the slab slot; the rest hold the
 /// sequence number. Sequence numbers are unique, so the slot bits below them
 /// never decide an order.
