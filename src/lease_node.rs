@@ -24,15 +24,11 @@ impl Node for LeaseNode {
         match self {
             LeaseNode::Worker(w) => {
                 w.handle_input(now, input);
-                while let Some(o) = w.poll_output() {
-                    out.push(o);
-                }
+                w.drain_outputs(out);
             }
             LeaseNode::Reclaimer(r) => {
                 r.handle_input(now, input);
-                while let Some(o) = r.poll_output() {
-                    out.push(o);
-                }
+                r.drain_outputs(out);
             }
         }
     }

@@ -64,6 +64,10 @@ impl RunOutcome {
         self.stats.as_ref().map_or(0, |s| s.events)
     }
 
+    pub fn sim_time_us(&self) -> u64 {
+        self.stats.as_ref().map_or(0, |s| s.sim_time_us)
+    }
+
     pub fn to_json(&self) -> serde_json::Value {
         let stats = self.stats.as_ref();
         serde_json::json!({
@@ -269,7 +273,9 @@ fn simulate_inner(
         limits: RunLimits {
             max_sim_time_us: s.limits.max_sim_time_ms * 1_000,
             max_events: s.limits.max_events,
-            max_queue_len: 4 * (s.tasks.total() as usize + nodes * 256) + (1 << 20),
+            // In flight at once: a few hundred per node at worst (the workload
+            // waits outside the queue, one arrival at a time).
+            max_queue_len: (nodes * 1_024 + (1 << 20)).min(leasehold_sim::queue::MAX_QUEUED),
         },
     };
     let factory_cfg = Arc::clone(&cfg);
@@ -322,25 +328,38 @@ fn simulate_inner(
         });
     }
     let arrivals = arrivals_ms(scn, seed);
+    let last_arrival_ms = arrivals.iter().copied().max().unwrap_or(0);
+    // Task ids keep their draw order (stable under shrinking); the workload
+    // is fed to the simulator in time order, ties by id.
+    let mut by_time: Vec<(u64, u32)> = arrivals
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (*t, i as u32))
+        .collect();
+    by_time.sort_unstable();
+    let arrivals = Arc::new(by_time);
     let steps_total = s.tasks.steps_per_task();
-    for (i, at_ms) in arrivals.iter().enumerate() {
-        let task = TaskId(i as u32);
-        let doc = TaskDoc::new_pending(steps_total);
-        sim.schedule_external(
-            at_ms * 1_000,
-            StoreRequest::CreateIfAbsent {
+    let workload_arrivals = Arc::clone(&arrivals);
+    sim.set_workload(
+        arrivals.len() as u64,
+        Box::new(move |i: u64| {
+            let (at_ms, id) = workload_arrivals[i as usize];
+            let task = TaskId(id);
+            let doc = TaskDoc::new_pending(steps_total);
+            let op = StoreRequest::CreateIfAbsent {
                 key: DocKey::Task { task },
                 value: DocValue::Task(doc),
                 index: doc.index_key(task),
-            },
-        );
-    }
+            };
+            (at_ms * 1_000, op)
+        }),
+    );
     let bound = liveness_bound(scn);
     let check_config = CheckConfig {
         roles: roles.to_vec(),
         tasks_total: s.tasks.total(),
         steps_per_task: steps_total,
-        last_arrival_ms: arrivals.iter().copied().max().unwrap_or(0),
+        last_arrival_ms,
         liveness: bound,
         service_names: scn.services.iter().map(|svc| svc.name.clone()).collect(),
         step_names: scn

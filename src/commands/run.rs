@@ -1,10 +1,12 @@
 use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_scenario, parse_variant, replay_command};
+use leasehold::measure::{self, Throughput};
 use leasehold::trace::{TraceEnd, TraceHeader, TraceWriter};
 use leasehold::{RunOutcome, simulate};
 use leasehold_protocol::{DocKey, DocValue, LeaseEvent};
 use leasehold_sim::Observer;
 use std::io::BufWriter;
 use std::path::Path;
+use std::time::Instant;
 
 /// Violations printed in full in the human report.
 const SHOWN_VIOLATIONS: usize = 8;
@@ -39,6 +41,9 @@ pub fn run(
             }
         }
     };
+    // Wall time measures the tool (trace writing included, when asked),
+    // never the simulation, which has none.
+    let started = Instant::now();
     let outcome = simulate(
         &scn,
         seed,
@@ -47,6 +52,12 @@ pub fn run(
             .as_mut()
             .map(|w| w as &mut dyn Observer<DocKey, DocValue, LeaseEvent>),
     );
+    let mut figures = Throughput {
+        wall_s: started.elapsed().as_secs_f64(),
+        ..Throughput::default()
+    };
+    figures.add_run(outcome.events(), outcome.sim_time_us());
+    let peak_rss_bytes = measure::peak_rss_bytes();
     if let (Some(w), Some(path)) = (writer, trace) {
         let end = TraceEnd {
             trace_hash: outcome.trace_hash_hex(),
@@ -83,9 +94,19 @@ pub fn run(
         if check_determinism {
             value["deterministic"] = serde_json::Value::Bool(determinism_error.is_none());
         }
+        value["wall_s"] = serde_json::json!(figures.wall_s);
+        value["events_per_sec"] = serde_json::json!(figures.events_per_sec());
+        value["time_compression"] = serde_json::json!(figures.time_compression());
+        value["peak_rss_bytes"] = serde_json::json!(peak_rss_bytes);
         println!("{value}");
     } else {
         print_report(&outcome, &replay);
+        println!(
+            "  {:.3} s wall, {:.2} M events/s{}",
+            figures.wall_s,
+            figures.events_per_sec() / 1e6,
+            measure::fmt_compression_and_memory(figures.time_compression(), peak_rss_bytes)
+        );
         if let Some(e) = &determinism_error {
             println!("{e}");
         }

@@ -1,4 +1,5 @@
 use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_scenario, parse_variant, replay_command};
+use leasehold::measure;
 use leasehold::seeds::SeedRange;
 use leasehold::simulate;
 use std::path::Path;
@@ -27,9 +28,11 @@ pub fn sweep(
     let started = Instant::now();
     let mut failures = Vec::new();
     let mut events: u64 = 0;
+    let mut sim_time_us: u64 = 0;
     for seed in range.iter() {
         let outcome = simulate(&scn, seed, variant, None);
         events += outcome.events();
+        sim_time_us += outcome.sim_time_us();
         let mut invariants: Vec<String> = outcome
             .invariants
             .iter()
@@ -38,6 +41,7 @@ pub fn sweep(
         if check_determinism {
             let again = simulate(&scn, seed, variant, None);
             events += again.events();
+            sim_time_us += again.sim_time_us();
             if again.trace_hash_hex() != outcome.trace_hash_hex()
                 || again.events() != outcome.events()
             {
@@ -66,6 +70,8 @@ pub fn sweep(
     let elapsed_s = started.elapsed().as_secs_f64().max(1e-9);
     let seeds_per_sec = range.len() as f64 / elapsed_s;
     let events_per_sec = events as f64 / elapsed_s;
+    let time_compression = sim_time_us as f64 / 1e6 / elapsed_s;
+    let peak_rss_bytes = measure::peak_rss_bytes();
     if json {
         println!(
             "{}",
@@ -79,18 +85,22 @@ pub fn sweep(
                 "events_per_sec": events_per_sec,
                 "events": events,
                 "elapsed_s": elapsed_s,
+                "sim_time_s": sim_time_us as f64 / 1e6,
+                "time_compression": time_compression,
+                "peak_rss_bytes": peak_rss_bytes,
             })
         );
     } else {
         println!(
-            "swept {} seeds ({range}) of {}, variant {}: {} failed; {:.1} s, {:.1} seeds/s, {:.2} M events/s",
+            "swept {} seeds ({range}) of {}, variant {}: {} failed; {:.1} s, {:.1} seeds/s, {:.2} M events/s{}",
             range.len(),
             scn.name(),
             variant.name(),
             failures.len(),
             elapsed_s,
             seeds_per_sec,
-            events_per_sec / 1e6
+            events_per_sec / 1e6,
+            measure::fmt_compression_and_memory(time_compression, peak_rss_bytes)
         );
     }
     if failures.is_empty() {

@@ -90,6 +90,20 @@ pub struct LeaseChecker {
     finished: bool,
 }
 
+/// Who wrote, formatted only when a message needs it.
+#[derive(Clone, Copy)]
+struct WriterName(Writer);
+
+impl std::fmt::Display for WriterName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Writer::External => f.write_str("the workload"),
+            Writer::Worker(o) => write!(f, "{o}"),
+            Writer::Reclaimer(id) => write!(f, "reclaimer-{id}"),
+        }
+    }
+}
+
 fn fmt_owner(owner: Option<Owner>) -> String {
     owner.map_or_else(|| "nobody".to_string(), |o| o.to_string())
 }
@@ -177,6 +191,15 @@ impl LeaseChecker {
         }
     }
 
+    /// A service's name, for violation messages only.
+    fn service_name(&self, service: u16) -> String {
+        self.cfg
+            .service_names
+            .get(service as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("service-{service}"))
+    }
+
     fn role(&self, node: NodeId) -> NodeRole {
         *self
             .cfg
@@ -209,11 +232,9 @@ impl LeaseChecker {
             );
             return;
         }
-        let who = match writer {
-            Writer::External => "the workload".to_string(),
-            Writer::Worker(o) => o.to_string(),
-            Writer::Reclaimer(id) => format!("reclaimer-{id}"),
-        };
+        // Only formatted when a violation is reported: every task write
+        // passes here, and formatting a name per write was a tenth of a run.
+        let who = WriterName(writer);
         if let Some(b) = before {
             if b.state == TaskState::Done {
                 self.violate(
@@ -371,13 +392,8 @@ impl LeaseChecker {
         let call = &effect.call;
         let task = TaskId(u32::try_from(call.resource).unwrap_or(u32::MAX));
         let (step, token, service) = (call.step, call.token, call.service.0);
-        let service_name = self
-            .cfg
-            .service_names
-            .get(service as usize)
-            .cloned()
-            .unwrap_or_else(|| format!("service-{service}"));
         let Some(track) = self.track(task) else {
+            let service_name = self.service_name(service);
             self.violate(
                 Invariant::ExactlyOnceEffects,
                 time_us,
@@ -421,6 +437,7 @@ impl LeaseChecker {
                 }
                 None => {
                     let steps = self.cfg.steps_per_task;
+                    let service_name = self.service_name(service);
                     self.violate(
                         Invariant::ExactlyOnceEffects,
                         time_us,
@@ -440,6 +457,7 @@ impl LeaseChecker {
             return;
         };
         if let Some(n) = applied.filter(|n| *n > 1) {
+            let service_name = self.service_name(service);
             self.violate(
                 Invariant::ExactlyOnceEffects,
                 time_us,
@@ -454,6 +472,7 @@ impl LeaseChecker {
         if let Some((at_us, newer)) = superseded_at_us
             && effect.decided_us > at_us
         {
+            let service_name = self.service_name(service);
             self.violate(
                 Invariant::NoDoubleOwnership,
                 time_us,
@@ -468,6 +487,7 @@ impl LeaseChecker {
             );
         }
         if let (Some(was), Some(_)) = (lower_than_accepted, applied) {
+            let service_name = self.service_name(service);
             self.violate(
                 Invariant::NoDoubleOwnership,
                 time_us,

@@ -20,6 +20,7 @@ pub mod docs;
 pub mod events;
 mod outbox;
 pub mod reclaimer;
+mod sorted_vec_map;
 pub mod variant;
 pub mod worker;
 

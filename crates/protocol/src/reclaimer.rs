@@ -138,6 +138,11 @@ impl Reclaimer {
         self.out.poll()
     }
 
+    /// Every queued output, in order, appended to `out`.
+    pub fn drain_outputs(&mut self, out: &mut Vec<LeaseOutput>) {
+        self.out.drain_into(out);
+    }
+
     pub fn poll_timeout(&self) -> Option<Instant> {
         let scan = if self.scan_in_flight {
             None
@@ -163,7 +168,9 @@ impl Reclaimer {
             }
             Input::EffectReply { .. } => unreachable!("reclaimers call no effects"),
         }
-        for purpose in self.out.expire(now) {
+        // Timeouts send only requests with later deadlines (store_timeout_ms
+        // is positive), so this loop ends.
+        while let Some(purpose) = self.out.expire_one(now) {
             self.on_timeout(now, purpose);
         }
         if !self.scan_in_flight && self.next_scan_at.is_some_and(|t| now >= t) {

@@ -9,13 +9,13 @@ use crate::config::{HeartbeatMode, ProtocolConfig};
 use crate::docs::{DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId, TaskState};
 use crate::events::LeaseEvent;
 use crate::outbox::Outbox;
+use crate::sorted_vec_map::SortedVecMap;
 use crate::variant::Variant;
 use crate::{LeaseInput, LeaseOutput};
 use leasehold_interface::{
     Document, EffectReply, EffectRequest, Input, Instant, LocalTime, StoreReply, StoreRequest,
     Version,
 };
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Pending-task candidates fetched per poll.
@@ -127,12 +127,13 @@ pub struct Worker {
     /// Send time of our first registration attempt: if a retry conflicts
     /// with an earlier attempt that landed, the lease counts from here.
     first_register_at: Option<Instant>,
-    runs: BTreeMap<TaskId, Run>,
-    doubtful: BTreeMap<TaskId, Doubt>,
+    /// At most `slots_per_worker` entries between them, in task order.
+    runs: SortedVecMap<TaskId, Run>,
+    doubtful: SortedVecMap<TaskId, Doubt>,
     /// Task mode: lease creations on their way (each holds a slot).
     lease_creates: std::collections::BTreeSet<TaskId>,
     /// Task heartbeat mode: the lease held on each task being claimed or run.
-    leases: BTreeMap<TaskId, task_lease::TaskLease>,
+    leases: std::collections::BTreeMap<TaskId, task_lease::TaskLease>,
     out: Outbox<Purpose>,
     /// Wall-clock reading at the current input: stamps documents, nothing more.
     wall_ms: u64,
@@ -165,10 +166,10 @@ impl Worker {
             claim_retries: 0,
             retry_register_at: None,
             first_register_at: None,
-            runs: BTreeMap::new(),
-            doubtful: BTreeMap::new(),
+            runs: SortedVecMap::new(),
+            doubtful: SortedVecMap::new(),
             lease_creates: std::collections::BTreeSet::new(),
-            leases: BTreeMap::new(),
+            leases: std::collections::BTreeMap::new(),
             out: Outbox::new(),
             wall_ms: 0,
         }
@@ -184,6 +185,12 @@ impl Worker {
 
     pub fn poll_output(&mut self) -> Option<LeaseOutput> {
         self.out.poll()
+    }
+
+    /// Every queued output, in order, appended to `out` (what a host does
+    /// with `poll_output` in a loop, as one copy).
+    pub fn drain_outputs(&mut self, out: &mut Vec<LeaseOutput>) {
+        self.out.drain_into(out);
     }
 
     fn variant(&self) -> Variant {
@@ -344,7 +351,8 @@ impl Worker {
     }
 
     fn on_time(&mut self, now: Instant) {
-        for purpose in self.out.expire(now) {
+        // Timeouts send nothing, so this loop ends; `stop` clears the rest.
+        while let Some(purpose) = self.out.expire_one(now) {
             self.on_timeout(now, purpose);
             if self.phase == Phase::Stopped {
                 return;
@@ -361,22 +369,15 @@ impl Worker {
         } else if !self.heartbeat_in_flight && now >= self.next_heartbeat_at {
             self.send_heartbeat(now);
         }
-        let due: Vec<(TaskId, Wait)> = self
-            .runs
-            .iter()
-            .filter(|(_, r)| {
-                matches!(r.wait, Wait::RetryEffectAt(t) | Wait::RetryProgressAt(t) if now >= t)
-            })
-            .map(|(t, r)| (*t, r.wait))
-            .collect();
-        let rechecks: Vec<TaskId> = self
-            .doubtful
-            .iter()
-            .filter(|(_, d)| d.recheck_at.is_some_and(|t| now >= t))
-            .map(|(t, _)| *t)
-            .collect();
-        for task in rechecks {
-            self.doubtful.get_mut(&task).expect("listed").recheck_at = None;
+        // Claims in doubt first, then retries, each in task order. Neither
+        // loop adds or removes entries, so walking by index is safe (and
+        // allocates nothing, unlike collecting the due ones first).
+        for (task, doubt) in self.doubtful.iter_mut() {
+            if doubt.recheck_at.is_none_or(|t| now < t) {
+                continue;
+            }
+            doubt.recheck_at = None;
+            let task = *task;
             let deadline = now.plus_ms(self.cfg.store_timeout_ms);
             self.out.store(
                 StoreRequest::Get {
@@ -386,11 +387,13 @@ impl Worker {
                 deadline,
             );
         }
-        for (task, wait) in due {
-            match wait {
-                Wait::RetryEffectAt(_) => self.call_effect(now, task),
-                Wait::RetryProgressAt(_) => self.write_progress(now, task),
-                _ => unreachable!("filtered"),
+        for i in 0..self.runs.len() {
+            let (task, run) = self.runs.entry_at(i);
+            let task = *task;
+            match run.wait {
+                Wait::RetryEffectAt(t) if now >= t => self.call_effect(now, task),
+                Wait::RetryProgressAt(t) if now >= t => self.write_progress(now, task),
+                _ => {}
             }
         }
         if !self.polling && self.free_slots() > 0 && now >= self.next_poll_at {
@@ -625,27 +628,27 @@ impl Worker {
             self.poll_later(now);
             return;
         };
-        let candidates: Vec<&Document<DocKey, DocValue>> = docs
-            .iter()
-            .filter(|d| {
-                matches!(d.key, DocKey::Task { task }
-                    if !self.runs.contains_key(&task)
-                        && !self.doubtful.contains_key(&task)
-                        && !self.leases.contains_key(&task)
-                        && !self.lease_creates.contains(&task))
-                    && d.value
-                        .as_task()
-                        .is_some_and(|t| t.state == TaskState::Pending)
-            })
-            .collect();
-        if candidates.is_empty() || self.free_slots() == 0 {
+        // Counted, then picked, in two passes over at most a page: no
+        // allocation per poll.
+        let is_candidate = |d: &&Document<DocKey, DocValue>| {
+            matches!(d.key, DocKey::Task { task }
+                if !self.runs.contains_key(&task)
+                    && !self.doubtful.contains_key(&task)
+                    && !self.leases.contains_key(&task)
+                    && !self.lease_creates.contains(&task))
+                && d.value
+                    .as_task()
+                    .is_some_and(|t| t.state == TaskState::Pending)
+        };
+        let candidates = docs.iter().filter(is_candidate).count();
+        if candidates == 0 || self.free_slots() == 0 {
             self.poll_later(now);
             return;
         }
         // Spread workers over the candidates instead of all racing for the
         // first; deterministic, since the protocol draws no randomness.
-        let pick = (self.me.worker as usize + self.claim_retries as usize) % candidates.len();
-        let doc = candidates[pick];
+        let pick = (self.me.worker as usize + self.claim_retries as usize) % candidates;
+        let doc = docs.iter().filter(is_candidate).nth(pick).expect("counted");
         let DocKey::Task { task } = doc.key else {
             unreachable!("filtered")
         };

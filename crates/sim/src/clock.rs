@@ -31,17 +31,43 @@ impl LocalClock {
     }
 
     /// Both readings at simulated time `sim_us`.
+    #[inline]
     pub fn read(&self, sim_us: u64) -> leasehold_interface::LocalTime {
         let mono = self.local(sim_us);
-        let drifted = mono.as_micros() as i128 - self.offset_us as i128;
-        let wall_us = (drifted + self.wall_offset_us as i128).clamp(0, u64::MAX as i128) as u64;
+        // i64 whenever nothing overflows (always, below ~290 years), else
+        // the exact i128 form: the same value either way.
+        let wall_us = i64::try_from(mono.as_micros())
+            .ok()
+            .and_then(|m| m.checked_sub(self.offset_us))
+            .and_then(|d| d.checked_add(self.wall_offset_us))
+            .map_or_else(
+                || {
+                    let drifted = mono.as_micros() as i128 - self.offset_us as i128;
+                    (drifted + self.wall_offset_us as i128).clamp(0, u64::MAX as i128) as u64
+                },
+                |w| w.max(0) as u64,
+            );
         leasehold_interface::LocalTime {
             mono,
             wall_ms: wall_us / 1_000,
         }
     }
 
+    #[inline]
     pub fn local(&self, sim_us: u64) -> Instant {
+        // Fast path in i64 (a 128-bit division is a library call, and this
+        // runs several times per event); exact whenever nothing overflows.
+        let fast = i64::try_from(sim_us).ok().and_then(|sim| {
+            let scaled = sim.checked_mul(self.drift_ppm)? / PPM as i64;
+            sim.checked_add(self.offset_us)?.checked_add(scaled)
+        });
+        match fast {
+            Some(local) => Instant::from_micros(local.max(0) as u64),
+            None => self.local_exact(sim_us),
+        }
+    }
+
+    fn local_exact(&self, sim_us: u64) -> Instant {
         let sim = sim_us as i128;
         let local = sim + self.offset_us as i128 + sim * self.drift_ppm as i128 / PPM;
         Instant::from_micros(local.clamp(0, u64::MAX as i128) as u64)
@@ -50,11 +76,29 @@ impl LocalClock {
     /// The earliest simulated time at which this clock reads at least `local`.
     pub fn sim_time_for(&self, local: Instant) -> u64 {
         let target = local.as_micros() as i128 - self.offset_us as i128;
+        if self.drift_ppm == 0 {
+            // Most clocks in most runs: `local(sim) = max(sim + offset, 0)`,
+            // inverted directly (zero is read from the start).
+            return if local == Instant::ZERO {
+                0
+            } else {
+                target.clamp(0, u64::MAX as i128) as u64
+            };
+        }
         if target <= 0 || self.local(0) >= local {
             return 0;
         }
-        let mut sim =
-            (target * PPM + (PPM + self.drift_ppm as i128) - 1) / (PPM + self.drift_ppm as i128);
+        let rate = PPM + self.drift_ppm as i128;
+        // Ceiling division; in i64 when the product fits (see `local`).
+        let estimate = i64::try_from(target)
+            .ok()
+            .and_then(|t| t.checked_mul(PPM as i64))
+            .and_then(|t| t.checked_add(rate as i64 - 1))
+            .map_or_else(
+                || (target * PPM + rate - 1) / rate,
+                |t| (t / rate as i64) as i128,
+            );
+        let mut sim = estimate;
         // Integer rounding can leave us a microsecond short or long; settle it
         // exactly. Bounded: the estimate is within a couple of microseconds.
         for _ in 0..4 {
@@ -83,6 +127,38 @@ mod tests {
         let c = LocalClock::default();
         assert_eq!(c.local(1234).as_micros(), 1234);
         assert_eq!(c.sim_time_for(Instant::from_micros(1234)), 1234);
+    }
+
+    /// The i64 fast paths give exactly what the i128 forms give.
+    #[test]
+    fn fast_paths_match_the_exact_forms() {
+        let sims = [
+            0u64,
+            1,
+            999_999,
+            21_600_000_000,
+            1 << 40,
+            (1 << 62) + 12_345,
+            i64::MAX as u64,
+            i64::MAX as u64 + 1,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        for drift in [-MAX_DRIFT_PPM, -777, 0, 3, MAX_DRIFT_PPM] {
+            for offset in [i64::MIN / 2, -30_000_000, 0, 5, i64::MAX / 2] {
+                let mut c = LocalClock::new(offset, drift);
+                for wall in [i64::MIN / 4, -1, 0, 60_000_000, i64::MAX / 4] {
+                    c.wall_offset_us = wall;
+                    for sim in sims {
+                        assert_eq!(c.local(sim), c.local_exact(sim), "{c:?} at {sim}");
+                        let mono = c.local_exact(sim);
+                        let drifted = mono.as_micros() as i128 - offset as i128;
+                        let wall_us = (drifted + wall as i128).clamp(0, u64::MAX as i128) as u64;
+                        assert_eq!(c.read(sim).wall_ms, wall_us / 1_000, "{c:?} at {sim}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -31,6 +31,8 @@ pub use queue::EventQueue;
 pub use record::{Actor, InputSummary, LossReason, NullObserver, Observer, Record, RecordKind};
 pub use rng::{Concern, RngStreams};
 pub use services::{Dedup, EffectService, ServiceSpec};
-pub use simulation::{NetworkSpec, RunLimits, RunStats, SimConfig, Simulation, StopReason};
+pub use simulation::{
+    NetworkSpec, RunLimits, RunStats, SimConfig, Simulation, StopReason, WorkloadFn, queue_floor,
+};
 pub use store::{StoreStats, VersionedStore};
 pub use trace_hash::TraceHasher;

@@ -79,6 +79,9 @@ pub struct RunStats {
     /// Planned faults injected (crashes, pauses, lost messages, ...).
     pub faults: u64,
     pub max_queue_len: usize,
+    /// Queue length summed over events: over `events`, the mean depth (what
+    /// the event-queue floor is measured at).
+    pub queue_len_total: u64,
     pub trace_hash: u64,
     /// Every planned fault injected, in order: replaying this plan reproduces
     /// the run.
@@ -193,6 +196,19 @@ impl<N: Node> Slot<N> {
 /// Builds a fresh node for (node, incarnation): a restart loses all memory.
 pub type NodeFactory<N> = Box<dyn FnMut(NodeId, u32) -> N>;
 
+/// The `i`-th write of the workload: when it reaches the store, and what it is.
+pub type WorkloadFn<K, V> = Box<dyn FnMut(u64) -> (u64, StoreRequest<K, V>)>;
+
+struct Workload<K, V> {
+    count: u64,
+    /// Index of the next arrival to queue.
+    next: u64,
+    /// Sequence number reserved for arrival 0; arrival `i` has `first_seq + i`.
+    first_seq: u64,
+    last_at_us: u64,
+    arrival: WorkloadFn<K, V>,
+}
+
 pub struct Simulation<N: Node> {
     config: SimConfig,
     now_us: u64,
@@ -202,13 +218,14 @@ pub struct Simulation<N: Node> {
     store: VersionedStore<N::Key, N::Value>,
     store_outages: [u32; 2],
     services: Vec<EffectService>,
-    next_external_request: u64,
+    workload: Option<Workload<N::Key, N::Value>>,
     faults: FaultInjector,
     streams: RngStreams,
     hasher: TraceHasher,
     events: u64,
     plan: FaultPlan,
     max_queue_len: usize,
+    queue_len_total: u64,
     out_buf: Vec<Output<N::Key, N::Value, N::Event>>,
 }
 
@@ -239,12 +256,13 @@ impl<N: Node> Simulation<N> {
             store: VersionedStore::new(),
             store_outages: [0; 2],
             services: Vec::new(),
-            next_external_request: 0,
+            workload: None,
             streams,
             hasher: TraceHasher::new(),
             events: 0,
             plan: FaultPlan::default(),
             max_queue_len: 0,
+            queue_len_total: 0,
             out_buf: Vec::with_capacity(16),
         }
     }
@@ -286,15 +304,45 @@ impl<N: Node> Simulation<N> {
         id
     }
 
-    /// A write from outside the fleet (a customer placing an order) that
-    /// reaches the store at `at_us`.
-    pub fn schedule_external(&mut self, at_us: u64, op: StoreRequest<N::Key, N::Value>) {
-        let request = RequestId(self.next_external_request);
-        self.next_external_request += 1;
+    /// The writes from outside the fleet (customers placing orders): `count`
+    /// of them, the `i`-th given by `arrival(i)` as (time it reaches the
+    /// store, request), in nondecreasing time. Call once, after the nodes
+    /// are added.
+    ///
+    /// They are pulled lazily, one at a time, but order exactly as if all had
+    /// been queued now (their sequence numbers are reserved here): a million
+    /// arrivals cost one queued event, not a million.
+    pub fn set_workload(&mut self, count: u64, arrival: WorkloadFn<N::Key, N::Value>) {
+        assert!(self.workload.is_none(), "the workload is set once");
+        let first_seq = self.queue.reserve_seqs(count);
+        self.workload = Some(Workload {
+            count,
+            next: 0,
+            first_seq,
+            last_at_us: 0,
+            arrival,
+        });
+        self.feed_workload();
+    }
+
+    /// Queue the next arrival of the workload, if any is left.
+    fn feed_workload(&mut self) {
+        let Some(w) = self.workload.as_mut() else {
+            return;
+        };
+        if w.next == w.count {
+            return;
+        }
+        let index = w.next;
+        let (at_us, op) = (w.arrival)(index);
+        assert!(at_us >= w.last_at_us, "workload arrivals out of order");
+        w.last_at_us = at_us;
+        w.next += 1;
+        let seq = w.first_seq + index;
         let env = Envelope {
             actor: Actor::External,
-            request,
-            msg: request.0,
+            request: RequestId(index),
+            msg: index,
             decided_us: at_us,
             sent_us: at_us,
             reply_latency_us: 0,
@@ -302,7 +350,8 @@ impl<N: Node> Simulation<N> {
             refuse: None,
             work_us: 0,
         };
-        self.queue.push(at_us, Event::ToStore { env, op });
+        self.queue
+            .push_reserved(at_us, seq, Event::ToStore { env, op });
     }
 
     pub fn store(&self) -> &VersionedStore<N::Key, N::Value> {
@@ -358,6 +407,20 @@ impl<N: Node> Simulation<N> {
             self.now_us = time_us;
             self.events += 1;
             self.max_queue_len = self.max_queue_len.max(self.queue.len() + 1);
+            self.queue_len_total += self.queue.len() as u64 + 1;
+            if let Event::ToStore {
+                env:
+                    Envelope {
+                        actor: Actor::External,
+                        ..
+                    },
+                ..
+            } = &event
+            {
+                // Only the workload sends as `External`: its next arrival
+                // enters the queue as this one leaves it.
+                self.feed_workload();
+            }
             self.dispatch(event, observer);
         };
         RunStats {
@@ -368,6 +431,7 @@ impl<N: Node> Simulation<N> {
             effect_calls: self.services.iter().map(|s| s.calls()).sum(),
             faults: self.plan.len() as u64,
             max_queue_len: self.max_queue_len,
+            queue_len_total: self.queue_len_total,
             trace_hash: self.hasher.digest(),
             plan: std::mem::take(&mut self.plan),
         }
@@ -848,25 +912,43 @@ impl<N: Node> Simulation<N> {
             Some(action @ (MessageAction::Fail | MessageAction::Hang)) => env.refuse = Some(action),
             None => {}
         }
-        for (copy, at) in arrivals.into_iter().flatten().enumerate() {
-            if copy == 1 {
-                // The duplicate is just a copy: no faults of its own.
-                env.reply_fault = None;
-                env.refuse = None;
-            }
-            match &output {
-                Output::Store { op, .. } => self.queue.push(
-                    at,
-                    Event::ToStore {
-                        env,
-                        op: op.clone(),
-                    },
-                ),
-                Output::Effect { call, .. } => {
-                    self.queue.push(at, Event::ToService { env, call: *call })
+        let [first_at, copy_at] = arrivals;
+        let first_at = first_at.expect("a message that travels arrives");
+        // The duplicate is just a copy: no faults of its own.
+        let copy_env = Envelope {
+            reply_fault: None,
+            refuse: None,
+            ..env
+        };
+        match output {
+            Output::Store { op, .. } => match copy_at {
+                Some(copy_at) => {
+                    let copy = op.clone();
+                    self.queue.push(first_at, Event::ToStore { env, op });
+                    self.queue.push(
+                        copy_at,
+                        Event::ToStore {
+                            env: copy_env,
+                            op: copy,
+                        },
+                    );
                 }
-                _ => unreachable!("only requests travel"),
+                // The common case: the request moves, no clone.
+                None => self.queue.push(first_at, Event::ToStore { env, op }),
+            },
+            Output::Effect { call, .. } => {
+                self.queue.push(first_at, Event::ToService { env, call });
+                if let Some(copy_at) = copy_at {
+                    self.queue.push(
+                        copy_at,
+                        Event::ToService {
+                            env: copy_env,
+                            call,
+                        },
+                    );
+                }
             }
+            _ => unreachable!("only requests travel"),
         }
         false
     }
@@ -1118,4 +1200,36 @@ impl<N: Node> Simulation<N> {
         self.queue
             .push(self.now_us + restart_after_us.max(1), Event::Boot { node });
     }
+}
+
+/// The event-queue floor: `events` events pushed and popped through the
+/// simulator's own queue, carrying its own event type, with `depth` events
+/// queued throughout (a hold model: pop the earliest, push it back a
+/// pseudo-random 0-1 s later), and nothing else done. A run's events cost at
+/// least this much each; `events / floor time` is the ceiling on events/s.
+/// Returns a checksum so the work cannot be optimised away.
+pub fn queue_floor<K, V>(events: u64, depth: usize, seed: u64) -> u64 {
+    assert!(depth > 0, "a floor needs something queued");
+    let mut queue: EventQueue<Event<K, V>> = EventQueue::new(depth);
+    // xorshift64: a few instructions per draw, next to nothing beside a pop.
+    let mut state = seed | 1;
+    let mut next_delay_us = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % 1_000_000
+    };
+    for i in 0..depth {
+        let node = NodeId(i as u32);
+        queue.push(next_delay_us(), Event::Boot { node });
+    }
+    let mut checksum = 0u64;
+    for _ in 0..events {
+        let (now_us, event) = queue.pop().expect("the floor holds `depth` events");
+        if let Event::Boot { node } = &event {
+            checksum = checksum.wrapping_add(node.0 as u64 ^ now_us);
+        }
+        queue.push(now_us + next_delay_us(), event);
+    }
+    checksum
 }

@@ -7,7 +7,7 @@
 
 use leasehold_interface::{Document, StoreReply, StoreRequest, Version};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, btree_map};
 
 /// A scan never returns more than this, whatever the caller asked for.
 pub const MAX_SCAN_LIMIT: u32 = 10_000;
@@ -17,6 +17,16 @@ struct Entry<K, V> {
     version: Version,
     value: V,
     index: Option<K>,
+}
+
+/// An index entry carries a copy of the document it points at, kept in step
+/// by every write: an index scan (every idle worker polls the pending index)
+/// then reads the index alone instead of one document lookup per result.
+#[derive(Clone, Debug)]
+struct IndexEntry<K, V> {
+    key: K,
+    version: Version,
+    value: V,
 }
 
 /// Operation counts, by kind. Reads: gets and scans. Writes: everything that
@@ -46,7 +56,7 @@ impl StoreStats {
 
 pub struct VersionedStore<K, V> {
     docs: BTreeMap<K, Entry<K, V>>,
-    index: BTreeMap<K, K>,
+    index: BTreeMap<K, IndexEntry<K, V>>,
     revision: Version,
     stats: StoreStats,
 }
@@ -54,6 +64,14 @@ pub struct VersionedStore<K, V> {
 impl<K: Ord + Clone, V: Clone> Default for VersionedStore<K, V> {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+fn document<K: Clone, V: Clone>(key: &K, e: &Entry<K, V>) -> Document<K, V> {
+    Document {
+        key: key.clone(),
+        version: e.version,
+        value: e.value.clone(),
     }
 }
 
@@ -80,52 +98,80 @@ impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
     }
 
     pub fn get(&self, key: &K) -> Option<Document<K, V>> {
-        self.docs.get(key).map(|e| Document {
-            key: key.clone(),
-            version: e.version,
-            value: e.value.clone(),
-        })
+        self.docs.get(key).map(|e| document(key, e))
     }
 
     /// Every document in key order (for end-of-run inspection).
     pub fn documents(&self) -> impl Iterator<Item = Document<K, V>> + '_ {
-        self.docs.iter().map(|(k, e)| Document {
-            key: k.clone(),
-            version: e.version,
-            value: e.value.clone(),
-        })
+        self.docs.iter().map(|(k, e)| document(k, e))
     }
 
-    fn write(&mut self, key: K, value: V, index: Option<K>) -> Version {
+    fn next_version(&mut self) -> Version {
         self.revision += 1;
-        let version = self.revision;
-        let old = self.docs.insert(
-            key.clone(),
-            Entry {
-                version,
-                value,
-                index: index.clone(),
-            },
-        );
-        if let Some(old_index) = old.and_then(|e| e.index) {
-            let removed = self.index.remove(&old_index);
-            assert!(
-                removed.as_ref() == Some(&key),
-                "index entry missing for a live document"
-            );
+        self.revision
+    }
+
+    /// Move the index entry of `key` from `old` to `new` (either may be
+    /// absent) and refresh the copy it carries.
+    fn reindex(&mut self, key: &K, old: Option<K>, new: Option<&K>, version: Version, value: &V) {
+        match (old, new) {
+            (Some(old), Some(new)) if old == *new => {
+                let entry = self
+                    .index
+                    .get_mut(new)
+                    .expect("index entry missing for a live document");
+                assert!(entry.key == *key, "index entry names another document");
+                entry.version = version;
+                entry.value = value.clone();
+            }
+            (old, new) => {
+                if let Some(old) = old {
+                    let removed = self.index.remove(&old);
+                    assert!(
+                        removed.as_ref().is_some_and(|e| e.key == *key),
+                        "index entry missing for a live document"
+                    );
+                }
+                if let Some(new) = new {
+                    let entry = IndexEntry {
+                        key: key.clone(),
+                        version,
+                        value: value.clone(),
+                    };
+                    let clash = self.index.insert(new.clone(), entry);
+                    assert!(clash.is_none(), "unique index key used by two documents");
+                }
+            }
         }
-        if let Some(index) = index {
-            let clash = self.index.insert(index, key);
-            assert!(clash.is_none(), "unique index key used by two documents");
-        }
+    }
+
+    /// Write `value` over the document at `key` (present or not) and return
+    /// its new version. One search for the document, whatever happens.
+    fn write(&mut self, key: &K, value: &V, index: &Option<K>) -> Version {
+        let version = self.next_version();
+        let old_index = match self.docs.get_mut(key) {
+            Some(e) => {
+                e.version = version;
+                e.value = value.clone();
+                std::mem::replace(&mut e.index, index.clone())
+            }
+            None => {
+                let entry = Entry {
+                    version,
+                    value: value.clone(),
+                    index: index.clone(),
+                };
+                self.docs.insert(key.clone(), entry);
+                None
+            }
+        };
+        self.reindex(key, old_index, index.as_ref(), version, value);
         version
     }
 
-    fn conflict(&mut self, key: &K) -> StoreReply<K, V> {
+    fn conflict(&mut self, current: Option<Document<K, V>>) -> StoreReply<K, V> {
         self.stats.conflicts += 1;
-        StoreReply::Conflict {
-            current: self.get(key),
-        }
+        StoreReply::Conflict { current }
     }
 
     /// Apply one request atomically. Returns the reply and, for writes, the
@@ -141,11 +187,22 @@ impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
             }
             StoreRequest::CreateIfAbsent { key, value, index } => {
                 self.stats.creates += 1;
-                if self.docs.contains_key(key) {
-                    let before = self.get(key);
-                    return (self.conflict(key), before);
-                }
-                let version = self.write(key.clone(), value.clone(), index.clone());
+                let version = match self.docs.entry(key.clone()) {
+                    btree_map::Entry::Occupied(e) => {
+                        let before = document(key, e.get());
+                        return (self.conflict(Some(before.clone())), Some(before));
+                    }
+                    btree_map::Entry::Vacant(e) => {
+                        self.revision += 1;
+                        e.insert(Entry {
+                            version: self.revision,
+                            value: value.clone(),
+                            index: index.clone(),
+                        });
+                        self.revision
+                    }
+                };
+                self.reindex(key, None, index.as_ref(), version, value);
                 (StoreReply::Written { version }, None)
             }
             StoreRequest::PutIfVersion {
@@ -155,19 +212,26 @@ impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
                 index,
             } => {
                 self.stats.conditional_puts += 1;
-                let before = self.get(key);
-                match &before {
-                    Some(doc) if doc.version == *expected => {
-                        let version = self.write(key.clone(), value.clone(), index.clone());
-                        (StoreReply::Written { version }, before)
-                    }
-                    _ => (self.conflict(key), before),
+                // One search: compare, and write in place if the version holds.
+                let Some(e) = self.docs.get_mut(key) else {
+                    return (self.conflict(None), None);
+                };
+                let before = document(key, e);
+                if e.version != *expected {
+                    return (self.conflict(Some(before.clone())), Some(before));
                 }
+                self.revision += 1;
+                let version = self.revision;
+                e.version = version;
+                e.value = value.clone();
+                let old_index = std::mem::replace(&mut e.index, index.clone());
+                self.reindex(key, old_index, index.as_ref(), version, value);
+                (StoreReply::Written { version }, Some(before))
             }
             StoreRequest::PutUnconditional { key, value, index } => {
                 self.stats.unconditional_puts += 1;
                 let before = self.get(key);
-                let version = self.write(key.clone(), value.clone(), index.clone());
+                let version = self.write(key, value, index);
                 (StoreReply::Written { version }, before)
             }
             StoreRequest::DeleteIfVersion { key, expected } => {
@@ -179,14 +243,14 @@ impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
                         if let Some(index) = entry.index {
                             let removed = self.index.remove(&index);
                             assert!(
-                                removed.as_ref() == Some(key),
+                                removed.is_some_and(|e| e.key == *key),
                                 "index entry missing on delete"
                             );
                         }
                         self.revision += 1;
                         (StoreReply::Deleted, before)
                     }
-                    _ => (self.conflict(key), before),
+                    _ => (self.conflict(before.clone()), before),
                 }
             }
             StoreRequest::Scan { start, end, limit } => {
@@ -200,11 +264,7 @@ impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
                             more = true;
                             break;
                         }
-                        docs.push(Document {
-                            key: k.clone(),
-                            version: e.version,
-                            value: e.value.clone(),
-                        });
+                        docs.push(document(k, e));
                     }
                 }
                 self.stats.docs_returned_by_scans += docs.len() as u64;
@@ -216,14 +276,19 @@ impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
                 let mut docs = Vec::with_capacity(limit.min(64));
                 let mut more = false;
                 if start < end {
-                    for (_, k) in self.index.range(start.clone()..end.clone()) {
+                    for (_, e) in self.index.range(start.clone()..end.clone()) {
                         if docs.len() == limit {
                             more = true;
                             break;
                         }
-                        let e = &self.docs[k];
+                        debug_assert!(
+                            self.docs
+                                .get(&e.key)
+                                .is_some_and(|d| d.version == e.version),
+                            "index copy out of step"
+                        );
                         docs.push(Document {
-                            key: k.clone(),
+                            key: e.key.clone(),
                             version: e.version,
                             value: e.value.clone(),
                         });

@@ -1,0 +1,155 @@
+//! A map kept as a vector sorted by key, for the handful of entries a worker
+//! holds per slot (running tasks, claims in doubt).
+//!
+//! Iteration is in key order, exactly like the `BTreeMap` it replaces, so
+//! every output a node derives from iterating it comes out in the same order.
+//! It is faster below a few hundred entries (one cache line holds several,
+//! lookups are a short scan, no node allocation per insert), and inserting a
+//! key larger than every other is a push.
+
+use std::borrow::Borrow;
+
+#[derive(Clone, Debug)]
+pub struct SortedVecMap<K, V> {
+    entries: Vec<(K, V)>,
+}
+
+impl<K: Ord, V> Default for SortedVecMap<K, V> {
+    fn default() -> Self {
+        SortedVecMap::new()
+    }
+}
+
+impl<K: Ord, V> SortedVecMap<K, V> {
+    pub const fn new() -> SortedVecMap<K, V> {
+        SortedVecMap {
+            entries: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn find<Q: Ord + ?Sized>(&self, key: &Q) -> Result<usize, usize>
+    where
+        K: Borrow<Q>,
+    {
+        // The common case is a handful of entries: a linear scan from the
+        // front beats a binary search's unpredictable branches there.
+        if self.entries.len() <= 8 {
+            for (i, (k, _)) in self.entries.iter().enumerate() {
+                match k.borrow().cmp(key) {
+                    std::cmp::Ordering::Less => continue,
+                    std::cmp::Ordering::Equal => return Ok(i),
+                    std::cmp::Ordering::Greater => return Err(i),
+                }
+            }
+            return Err(self.entries.len());
+        }
+        self.entries.binary_search_by(|(k, _)| k.borrow().cmp(key))
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn contains_key(&self, key: &K) -> bool {
+        self.find(key).is_ok()
+    }
+
+    pub fn get(&self, key: &K) -> Option<&V> {
+        self.find(key).ok().map(|i| &self.entries[i].1)
+    }
+
+    pub fn get_mut(&mut self, key: &K) -> Option<&mut V> {
+        self.find(key).ok().map(|i| &mut self.entries[i].1)
+    }
+
+    /// Insert or replace; returns the value replaced.
+    pub fn insert(&mut self, key: K, value: V) -> Option<V> {
+        // Fast path: a key past every other (monotonic ids) is a push.
+        if self.entries.last().is_none_or(|(last, _)| *last < key) {
+            self.entries.push((key, value));
+            return None;
+        }
+        match self.find(&key) {
+            Ok(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
+            Err(i) => {
+                self.entries.insert(i, (key, value));
+                None
+            }
+        }
+    }
+
+    pub fn remove(&mut self, key: &K) -> Option<V> {
+        self.find(key).ok().map(|i| self.entries.remove(i).1)
+    }
+
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+
+    #[cfg(test)]
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.entries.iter().map(|(k, v)| (k, v))
+    }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&K, &mut V)> {
+        self.entries.iter_mut().map(|(k, v)| (&*k, v))
+    }
+
+    /// The `i`-th entry in key order.
+    pub fn entry_at(&self, i: usize) -> (&K, &V) {
+        let (k, v) = &self.entries[i];
+        (k, v)
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &V> {
+        self.entries.iter().map(|(_, v)| v)
+    }
+}
+
+impl<K: Ord, V> std::ops::Index<&K> for SortedVecMap<K, V> {
+    type Output = V;
+
+    fn index(&self, key: &K) -> &V {
+        self.get(key).expect("key present")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// Same answers and the same iteration order as a `BTreeMap`, for any
+    /// mix of operations, on both sides of the linear/binary search switch.
+    #[test]
+    fn behaves_like_a_btree_map() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for key_space in [4u64, 16, 64, 1_000] {
+            let mut ours = SortedVecMap::new();
+            let mut theirs = BTreeMap::new();
+            for _ in 0..20_000 {
+                let key = next() % key_space;
+                match next() % 4 {
+                    0 | 1 => {
+                        let value = next();
+                        assert_eq!(ours.insert(key, value), theirs.insert(key, value));
+                    }
+                    2 => assert_eq!(ours.remove(&key), theirs.remove(&key)),
+                    3 => assert_eq!(ours.get(&key), theirs.get(&key)),
+                    _ => assert_eq!(ours.contains_key(&key), theirs.contains_key(&key)),
+                }
+                assert_eq!(ours.len(), theirs.len());
+            }
+            let a: Vec<_> = ours.iter().map(|(k, v)| (*k, *v)).collect();
+            let b: Vec<_> = theirs.iter().map(|(k, v)| (*k, *v)).collect();
+            assert_eq!(a, b);
+        }
+    }
+}
