@@ -2,6 +2,9 @@
 //! pattern. This crate wires the protocol (`leasehold-protocol`) into the
 //! simulator (`leasehold-sim`), attaches the checkers (`leasehold-check`), and
 //! provides the CLI's commands.
+//!
+//! Sweeps of many seeds: [`sweep_engine`] runs seeds on many threads with
+//! results in seed order.
 
 pub mod catalogue;
 pub mod charts;
@@ -9,15 +12,22 @@ pub mod explain;
 pub mod export;
 pub mod fault_model;
 pub mod hunt;
+pub mod lease_job;
 pub mod lease_node;
 pub mod panic_capture;
+pub mod results_file;
 pub mod run;
 pub mod scenario;
 pub mod seeds;
+pub mod shard;
 pub mod shrink;
 pub mod store_load;
+pub mod sweep_args;
+pub mod sweep_engine;
+pub mod sweep_summary;
 pub mod swimlane;
 pub mod trace;
 
+pub use lease_job::{LeaseJob, SeedResult, replay_command};
 pub use run::{LEASEHOLD_VERSION, RunOutcome, simulate, simulate_with_plan};
 pub use scenario::{Scenario, ScenarioError, ValidScenario};
