@@ -214,7 +214,15 @@ pub fn sweep(args: &SweepArgs) -> u8 {
     let mut resumed: BTreeMap<u64, ResultLine> = BTreeMap::new();
     let mut writer = None;
     if let Some(out) = &args.out {
-        // Repair a tail cut by a kill first, so reading sees whole lines.
+        // Read what is there first (a truncated final line is skipped), so
+        // a corrupt file is reported before anything is written to it.
+        if args.resume {
+            resumed = match resumed_lines(out, &context, &plan) {
+                Ok(r) => r,
+                Err(code) => return code,
+            };
+        }
+        // Cut a final line left by a kill, so appends start on a new line.
         match ResultsWriter::open_append(out) {
             Ok((w, note)) => {
                 if let Some(note) = note {
@@ -223,12 +231,6 @@ pub fn sweep(args: &SweepArgs) -> u8 {
                 writer = Some(w);
             }
             Err(e) => return bad_input(format!("--out {e}")),
-        }
-        if args.resume {
-            resumed = match resumed_lines(out, &context, &plan) {
-                Ok(r) => r,
-                Err(code) => return code,
-            };
         }
     }
     for line in resumed.values() {
