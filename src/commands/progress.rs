@@ -41,7 +41,7 @@ impl ProgressReporter {
             let bar = ProgressBar::with_draw_target(Some(seeds_total), ProgressDrawTarget::stderr());
             bar.set_style(
                 ProgressStyle::with_template(
-                    "{spinner} [{elapsed}] {wide_bar} {human_pos}/{human_len} seeds, {msg}, {per_sec:.1}, ETA {eta}",
+                    "{spinner} [{elapsed}] {wide_bar} {human_pos}/{human_len} seeds, {msg}, {per_sec:1}, ETA {eta}",
                 )
                 .expect("the template is valid"),
             );
