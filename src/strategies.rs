@@ -406,6 +406,9 @@ impl ScenarioParams {
                 effect_timeout_ms: slowest_call_ms + 1 + self.effect_timeout_extra_ms,
                 retry_backoff_ms: self.retry_backoff_ms,
                 scan_page_size: self.scan_page_size,
+                // Only the planted bug reclaimer-own-ttl reads it: a lease
+                // that differs from the workers' own.
+                default_lease_timeout_ms: lease_timeout_ms / 2 + 1,
             },
             network: NetworkSection {
                 latency_ms_min: self.latency_ms_min,

@@ -418,6 +418,52 @@ mod tests {
         );
     }
 
+    /// How a hunt (each variant over many scenarios, until the first
+    /// failure) runs on the engine: the "seed" is a run index mapped to
+    /// (scenario, seed) round-robin, and stop-after 1 keeps the first failure
+    /// in that order whatever `jobs` is.
+    struct RoundRobin {
+        scenarios: u64,
+    }
+
+    impl SeedJob for RoundRobin {
+        type Output = (u64, u64, bool);
+        fn run(&self, index: u64) -> (u64, u64, bool) {
+            let (scenario, seed) = (index % self.scenarios, index / self.scenarios + 1);
+            // Scenario 2 fails from seed 4 on; scenario 1 from seed 6 on.
+            let failed = (scenario == 2 && seed >= 4) || (scenario == 1 && seed >= 6);
+            (scenario, seed, failed)
+        }
+        fn is_failure(&self, output: &(u64, u64, bool)) -> bool {
+            output.2
+        }
+    }
+
+    struct First(Option<(u64, u64)>, u64);
+
+    impl SweepSink<(u64, u64, bool)> for First {
+        fn committed(&mut self, _: u64, (scenario, seed, failed): (u64, u64, bool)) {
+            self.1 += 1;
+            if failed {
+                self.0 = Some((scenario, seed));
+            }
+        }
+    }
+
+    #[test]
+    fn a_hunt_is_a_sweep_over_run_indices_with_stop_after_one() {
+        for jobs in [1, 2, 5] {
+            let mut options = SweepOptions::with_jobs(jobs);
+            options.stop_after_failures = Some(1);
+            let mut first = First(None, 0);
+            let job = RoundRobin { scenarios: 3 };
+            let run = run_sweep(&job, 0..3 * 100, 3 * 100, &options, &mut first);
+            assert_eq!(run.stop, StopReason::StopAfter);
+            assert_eq!(first.0, Some((2, 4)), "jobs {jobs}");
+            assert_eq!(first.1, 12, "runs until detection, jobs {jobs}");
+        }
+    }
+
     struct Panics;
 
     impl SeedJob for Panics {
