@@ -240,6 +240,12 @@ pub fn sweep(args: &SweepArgs) -> u8 {
     }
     let done: HashSet<u64> = resumed.keys().copied().collect();
     let shard_len = plan.shard.len(&plan.range);
+    if shard_len == 0 {
+        eprintln!(
+            "note: shard {} of {} holds no seed (more shards than seeds)",
+            plan.shard, plan.range
+        );
+    }
     let seeds_to_run = shard_len - done.len() as u64;
     let seeds = plan
         .shard
