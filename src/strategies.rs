@@ -40,7 +40,7 @@ use crate::scenario::{
     ValidScenario,
 };
 use crate::seeds::SeedRange;
-use leasehold_protocol::Variant;
+use leasehold_protocol::{HeartbeatMode, Variant};
 use leasehold_sim::{Dedup, Direction, Link, OutageMode};
 use proptest::prelude::*;
 
@@ -65,6 +65,9 @@ pub struct ScenarioBounds {
     pub max_scheduled_faults: usize,
     /// Which kinds of fault may be switched on.
     pub fault_kinds: FaultKinds,
+    /// Draw the task heartbeat mode (one lease document per running task)
+    /// as well as the worker mode.
+    pub task_heartbeat_mode: bool,
     /// Allow services that do not deduplicate (`dedup: none`). No protocol
     /// can apply their effects exactly once across a crash, so leave this off
     /// for "the correct protocol holds" properties.
@@ -87,6 +90,7 @@ impl ScenarioBounds {
             max_drift_ppm: 50_000,
             max_scheduled_faults: 4,
             fault_kinds: FaultKinds::ALL,
+            task_heartbeat_mode: true,
             allow_non_idempotent_services: false,
         }
     }
@@ -315,6 +319,8 @@ pub struct ScenarioParams {
     pub effect_timeout_extra_ms: u64,
     pub retry_backoff_ms: u64,
     pub scan_page_size: u32,
+    /// One heartbeat document per worker, or one lease document per task.
+    pub heartbeat_mode: HeartbeatMode,
     pub latency_ms_min: u64,
     pub latency_ms_spread: u64,
     pub services: Vec<ServiceParams>,
@@ -396,6 +402,8 @@ impl ScenarioParams {
                 workers: self.workers,
                 reclaimers: self.reclaimers,
                 slots_per_worker: self.slots_per_worker,
+                worker_ids: None,
+                reclaimer_ids: None,
             },
             protocol: ProtocolSection {
                 heartbeat_interval_ms: self.heartbeat_interval_ms,
@@ -409,6 +417,7 @@ impl ScenarioParams {
                 // Only the planted bug reclaimer-own-ttl reads it: a lease
                 // that differs from the workers' own.
                 default_lease_timeout_ms: lease_timeout_ms / 2 + 1,
+                heartbeat_mode: self.heartbeat_mode,
             },
             network: NetworkSection {
                 latency_ms_min: self.latency_ms_min,
@@ -424,6 +433,7 @@ impl ScenarioParams {
                 } else {
                     self.repeat_steps
                 },
+                only: None,
             },
             faults: self.faults.section(self.workers, self.reclaimers),
             limits: LimitsSection::default(),
@@ -731,7 +741,12 @@ pub fn scenario_params(bounds: ScenarioBounds) -> impl Strategy<Value = Scenario
         1..=100u64,
         1..=50u32,
     );
-    let network = (0..=5u64, 0..=10u64);
+    let heartbeat_mode = if bounds.task_heartbeat_mode {
+        prop_oneof![Just(HeartbeatMode::Worker), Just(HeartbeatMode::Task)].boxed()
+    } else {
+        Just(HeartbeatMode::Worker).boxed()
+    };
+    let network = (0..=5u64, 0..=10u64, heartbeat_mode);
     let work = (
         prop::collection::vec(service(bounds), 1..=bounds.max_services),
         1..=bounds.max_tasks,
@@ -752,7 +767,7 @@ pub fn scenario_params(bounds: ScenarioBounds) -> impl Strategy<Value = Scenario
                 retry_backoff_ms,
                 scan_page_size,
             ),
-            (latency_ms_min, latency_ms_spread),
+            (latency_ms_min, latency_ms_spread, heartbeat_mode),
             (services, tasks, arrival_window_ms, steps, repeat_steps),
             faults,
         )| ScenarioParams {
@@ -767,6 +782,7 @@ pub fn scenario_params(bounds: ScenarioBounds) -> impl Strategy<Value = Scenario
             effect_timeout_extra_ms,
             retry_backoff_ms,
             scan_page_size,
+            heartbeat_mode,
             latency_ms_min,
             latency_ms_spread,
             services,

@@ -12,7 +12,7 @@
 //!
 //! proptest records failing cases in proptest-regressions/ (committed).
 
-use leasehold::strategies::{FaultKinds, ScenarioBounds, ScenarioParams, scenario_params, seed};
+use leasehold::strategies::{ScenarioBounds, ScenarioParams, scenario_params, seed};
 use leasehold::{Scenario, SweepTest, simulate};
 use leasehold_check::Invariant;
 use leasehold_protocol::Variant;
@@ -25,28 +25,6 @@ const DEFAULT_CASES: u32 = 16;
 /// The RNG seed `cargo test` uses unless PROPTEST_RNG_SEED says otherwise.
 const DEFAULT_RNG_SEED: u64 = 0x1ea5e;
 
-fn rng_seed() -> RngSeed {
-    match std::env::var("PROPTEST_RNG_SEED") {
-        Ok(v) if !v.trim().is_empty() => Config::default().rng_seed,
-        _ => RngSeed::Fixed(DEFAULT_RNG_SEED),
-    }
-}
-
-/// Small scenarios, every kind of fault but network message faults: with
-/// those the correct protocol is known to stall (a claim whose request was
-/// lost stays "in doubt" forever and holds its slot; see
-/// `known_issue_claim_in_doubt_after_a_lost_request` below). Switch them
-/// back on when that is fixed.
-fn bounds() -> ScenarioBounds {
-    ScenarioBounds {
-        fault_kinds: FaultKinds {
-            network: false,
-            ..FaultKinds::ALL
-        },
-        ..ScenarioBounds::small()
-    }
-}
-
 fn cases() -> u32 {
     match std::env::var("PROPTEST_CASES") {
         Ok(v) if !v.trim().is_empty() => v
@@ -54,6 +32,24 @@ fn cases() -> u32 {
             .parse()
             .unwrap_or_else(|_| panic!("PROPTEST_CASES=\"{v}\" is not a whole number")),
         _ => DEFAULT_CASES,
+    }
+}
+
+fn rng_seed() -> RngSeed {
+    match std::env::var("PROPTEST_RNG_SEED") {
+        Ok(v) if !v.trim().is_empty() => Config::default().rng_seed,
+        _ => RngSeed::Fixed(DEFAULT_RNG_SEED),
+    }
+}
+
+/// Small scenarios with every kind of fault, in worker heartbeat mode. Task
+/// heartbeat mode is left out while the correct protocol is known to lose
+/// tasks in it under pauses (see `known_issue_task_mode_loses_a_task_under_pauses`
+/// below); switch it back on when that is fixed.
+fn bounds() -> ScenarioBounds {
+    ScenarioBounds {
+        task_heartbeat_mode: false,
+        ..ScenarioBounds::small()
     }
 }
 
@@ -159,15 +155,30 @@ fn a_planted_bug_is_found_and_shrunk_to_a_small_scenario() {
 
 /// Found by `correct_protocol_holds_on_generated_scenarios` with network
 /// faults on, and shrunk by proptest: tests/fixtures/claim-in-doubt-stall.json.
-/// A claim whose *request* was lost leaves the task document untouched, so
-/// the worker keeps it "in doubt" (it may still land), re-reads it every
-/// store timeout and never frees the slot; with one slot nothing else runs.
-/// Un-ignore (and enable network faults in `bounds`) once it is fixed.
+/// A claim whose *request* was lost left the task document untouched, so the
+/// worker kept it "in doubt", re-read it every store timeout and never freed
+/// the slot; with one slot nothing else ran. Fixed in main ("a claim in doubt
+/// is re-sent"); this keeps it fixed.
 #[test]
-#[ignore = "known issue: a claim in doubt after a lost request holds its slot forever"]
-fn known_issue_claim_in_doubt_after_a_lost_request() {
+fn a_claim_in_doubt_after_a_lost_request_does_not_stall_the_worker() {
     SweepTest::new("tests/fixtures/claim-in-doubt-stall.json")
         .seeds(1..=300)
+        .env(|_| None)
+        .run();
+}
+
+/// Found by the property with task heartbeat mode on, and shrunk by
+/// proptest: tests/fixtures/task-mode-pause-stall.json. Under pauses longer
+/// than the lease, a task stays running under its owner with no lease
+/// document left for the reclaimer to find, and is never done (19 of seeds
+/// 1..300). Un-ignore it, and set `task_heartbeat_mode: true` in `bounds`,
+/// once it is fixed.
+#[test]
+#[ignore = "known issue: in task heartbeat mode a task can be lost under pauses"]
+fn known_issue_task_mode_loses_a_task_under_pauses() {
+    SweepTest::new("tests/fixtures/task-mode-pause-stall.json")
+        .seeds(1..=300)
+        .env(|_| None)
         .run();
 }
 
@@ -187,6 +198,7 @@ fn sweep_test_reports_a_generated_scenario_it_fails_on() {
         effect_timeout_extra_ms: 10,
         retry_backoff_ms: 10,
         scan_page_size: 10,
+        heartbeat_mode: leasehold_protocol::HeartbeatMode::Worker,
         latency_ms_min: 1,
         latency_ms_spread: 2,
         services: vec![leasehold::strategies::ServiceParams {

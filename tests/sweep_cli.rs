@@ -604,22 +604,3 @@ fn merge_flags_seeds_whose_runs_disagree() {
         serde_json::json!(["determinism"])
     );
 }
-
-#[test]
-fn a_by_resource_service_serving_two_steps_is_rejected() {
-    let dir = scratch("by-resource");
-    let mut scenario: Value = serde_json::from_str(
-        &std::fs::read_to_string(root().join("scenarios/friday-rush.json")).unwrap(),
-    )
-    .unwrap();
-    scenario["tasks"]["steps"] = serde_json::json!(["payment", "kitchen", "kitchen"]);
-    let path = dir.join("two-kitchens.json");
-    std::fs::write(&path, scenario.to_string()).unwrap();
-    let out = leasehold(&["run", s(&path)]);
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("tasks.steps[2]: service \"kitchen\" deduplicates by resource"),
-        "{stderr}"
-    );
-}
