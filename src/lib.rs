@@ -2,6 +2,10 @@
 //! pattern. This crate wires the protocol (`leasehold-protocol`) into the
 //! simulator (`leasehold-sim`), attaches the checkers (`leasehold-check`), and
 //! provides the CLI's commands.
+//!
+//! Sweeps of many seeds: [`sweep_engine`] runs seeds on many threads with
+//! results in seed order; [`SweepTest`] does it from a `#[test]`;
+//! [`strategies`] gives proptest strategies for scenarios and seeds.
 
 pub mod catalogue;
 pub mod charts;
@@ -9,17 +13,28 @@ pub mod explain;
 pub mod export;
 pub mod fault_model;
 pub mod hunt;
+pub mod lease_job;
 pub mod lease_node;
 pub mod measure;
 pub mod panic_capture;
+pub mod results_file;
 pub mod run;
 pub mod scaled_scenario;
 pub mod scenario;
 pub mod seeds;
+pub mod shard;
 pub mod shrink;
 pub mod store_load;
+#[cfg(feature = "proptest")]
+pub mod strategies;
+pub mod sweep_args;
+pub mod sweep_engine;
+pub mod sweep_summary;
+pub mod sweep_test;
 pub mod swimlane;
 pub mod trace;
 
+pub use lease_job::{LeaseJob, SeedResult, replay_command};
 pub use run::{LEASEHOLD_VERSION, RunOutcome, simulate, simulate_with_plan};
 pub use scenario::{Scenario, ScenarioError, ValidScenario};
+pub use sweep_test::SweepTest;

@@ -41,20 +41,11 @@ enum Command {
         #[arg(long)]
         check_determinism: bool,
     },
-    /// Run every seed in a range; report each failing seed with its replay command.
-    Sweep {
-        scenario: PathBuf,
-        /// Seed range, both ends included: 1..1000 is 1,000 seeds.
-        #[arg(long, value_name = "A..B")]
-        seeds: String,
-        #[arg(long, default_value = "correct")]
-        variant: String,
-        #[arg(long)]
-        json: bool,
-        /// Run every seed twice and fail on any difference.
-        #[arg(long)]
-        check_determinism: bool,
-    },
+    /// Run every seed in a range on all cores; report each failing seed with
+    /// its replay command, in seed order.
+    Sweep(commands::sweep::SweepArgs),
+    /// Combine the results files of several sweeps (shards) into one summary.
+    Merge(commands::merge::MergeArgs),
     /// Re-run a trace file from its header and check every event matches.
     Replay {
         file: PathBuf,
@@ -164,13 +155,8 @@ fn main() -> ExitCode {
             trace.as_deref(),
             check_determinism,
         ),
-        Command::Sweep {
-            scenario,
-            seeds,
-            variant,
-            json,
-            check_determinism,
-        } => commands::sweep::sweep(&scenario, &seeds, &variant, json, check_determinism),
+        Command::Sweep(args) => commands::sweep::sweep(&args),
+        Command::Merge(args) => commands::merge::merge(&args),
         Command::Replay { file, json } => commands::replay::replay(&file, json),
         Command::Variants { json } => commands::variants::variants(json),
         Command::Shrink {

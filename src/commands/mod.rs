@@ -2,6 +2,8 @@ pub mod chart;
 pub mod explain;
 pub mod export;
 pub mod hunt;
+pub mod merge;
+pub mod progress;
 pub mod replay;
 pub mod run;
 pub mod scenarios;
@@ -39,9 +41,5 @@ pub fn parse_variant(name: &str) -> Result<Variant, u8> {
 
 /// The one command that reproduces a seed.
 pub fn replay_command(scenario: &Path, seed: u64, variant: Variant) -> String {
-    format!(
-        "leasehold run {} --seed {seed} --variant {}",
-        scenario.display(),
-        variant.name()
-    )
+    leasehold::replay_command(scenario, seed, variant)
 }

@@ -1,111 +1,413 @@
-use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_scenario, parse_variant, replay_command};
-use leasehold::measure;
-use leasehold::seeds::SeedRange;
-use leasehold::simulate;
-use std::path::Path;
-use std::time::Instant;
+//! `leasehold sweep`: every seed of a range (or of one shard of it) on all
+//! cores, failures reported in seed order with their replay commands.
 
-pub fn sweep(
-    scenario_path: &Path,
-    seeds: &str,
-    variant: &str,
-    json: bool,
-    check_determinism: bool,
-) -> u8 {
-    let range = match SeedRange::parse(seeds) {
-        Ok(r) => r,
-        Err(e) => return bad_input(format!("--seeds: {e}")),
+use super::progress::{ProgressMode, ProgressReporter};
+use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_scenario, parse_variant};
+use leasehold::lease_job::{LeaseJob, TimedSeedResult, replay_command, scenario_hash};
+use leasehold::results_file::{ResultContext, ResultLine, ResultsWriter, read_results};
+use leasehold::seeds::SeedRange;
+use leasehold::shard::Shard;
+use leasehold::sweep_args::{parse_duration, parse_jobs, parse_positive};
+use leasehold::sweep_engine::{
+    Progress, StopReason, SweepOptions, SweepSink, default_jobs, run_sweep,
+};
+use leasehold::sweep_summary::{SweepSummary, write_junit};
+use leasehold_protocol::Variant;
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(clap::Args, Debug)]
+pub struct SweepArgs {
+    /// Scenario file (JSON), e.g. scenarios/friday-rush.json
+    pub scenario: PathBuf,
+    /// Seed range, both ends included: 1..1000 is 1,000 seeds.
+    #[arg(long, value_name = "A..B")]
+    pub seeds: String,
+    /// Protocol variant (see `leasehold variants`).
+    #[arg(long, default_value = "correct")]
+    pub variant: String,
+    /// Print one JSON object instead of the human report.
+    #[arg(long)]
+    pub json: bool,
+    /// Run every seed twice and fail on any difference.
+    #[arg(long)]
+    pub check_determinism: bool,
+    /// Threads running seeds (each seed runs on one thread) [default: the number of cores]
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<String>,
+    /// Sweep only part K of N of the range (seeds dealt round-robin, K from 1);
+    /// auto/N takes K from JOB_COMPLETION_INDEX (0-based) as Kubernetes sets it.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// Append one JSON line per finished seed to FILE, as each finishes.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Skip the seeds already in the --out file (same scenario and variant).
+    #[arg(long)]
+    pub resume: bool,
+    /// Stop handing out seeds after this long (30s, 10m, 1h); running seeds finish.
+    #[arg(long, value_name = "DURATION")]
+    pub time_budget: Option<String>,
+    /// Stop after N failing seeds (the first N in seed order).
+    #[arg(long, value_name = "N")]
+    pub stop_after: Option<String>,
+    /// Write a JUnit XML report to FILE (one test case: this scenario and variant).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Progress display on stderr.
+    #[arg(long, value_enum, default_value = "auto", value_name = "MODE")]
+    pub progress: ProgressMode,
+    /// How often plain progress lines are printed.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub progress_every: String,
+}
+
+/// Every input, checked before anything runs.
+struct SweepPlan {
+    range: SeedRange,
+    shard: Shard,
+    jobs: usize,
+    time_budget: Option<Duration>,
+    stop_after: Option<u64>,
+    progress_every: Duration,
+}
+
+fn plan(args: &SweepArgs) -> Result<SweepPlan, u8> {
+    if args.resume && args.out.is_none() {
+        return Err(bad_input(
+            "--resume needs --out FILE: the results file whose seeds to skip",
+        ));
+    }
+    let range = SeedRange::parse(&args.seeds).map_err(|e| bad_input(format!("--seeds: {e}")))?;
+    let shard = match &args.shard {
+        None => Shard::ALL,
+        Some(text) => Shard::parse(text, |name| std::env::var(name).ok())
+            .map_err(|e| bad_input(format!("--shard: {e}")))?,
     };
-    let scn = match load_scenario(scenario_path) {
+    let jobs = match &args.jobs {
+        None => default_jobs(),
+        Some(text) => parse_jobs(text).map_err(|e| bad_input(format!("--jobs: {e}")))?,
+    };
+    let time_budget = match &args.time_budget {
+        None => None,
+        Some(text) => {
+            Some(parse_duration(text).map_err(|e| bad_input(format!("--time-budget: {e}")))?)
+        }
+    };
+    let stop_after = match &args.stop_after {
+        None => None,
+        Some(text) => {
+            Some(parse_positive(text).map_err(|e| bad_input(format!("--stop-after: {e}")))?)
+        }
+    };
+    let progress_every = parse_duration(&args.progress_every)
+        .map_err(|e| bad_input(format!("--progress-every: {e}")))?;
+    Ok(SweepPlan {
+        range,
+        shard,
+        jobs,
+        time_budget,
+        stop_after,
+        progress_every,
+    })
+}
+
+/// Results of this shard already in the --out file, by seed.
+fn resumed_lines(
+    path: &Path,
+    context: &ResultContext,
+    plan: &SweepPlan,
+) -> Result<BTreeMap<u64, ResultLine>, u8> {
+    if !path.exists() {
+        return Ok(BTreeMap::new());
+    }
+    let read = read_results(path).map_err(bad_input)?;
+    let mut done = BTreeMap::new();
+    for (number, line) in read.lines {
+        if line.scenario != context.scenario || line.variant != context.variant {
+            continue;
+        }
+        if line.scenario_hash != context.scenario_hash {
+            return Err(bad_input(format!(
+                "{} line {number}: written for another text of scenario \"{}\" (hash {}, the file given now has {}); resume into a new --out file",
+                path.display(),
+                line.scenario,
+                line.scenario_hash,
+                context.scenario_hash
+            )));
+        }
+        let in_shard = plan.shard.contains(&plan.range, line.seed);
+        // A seed not yet checked for determinism is not done when it must be.
+        let checked_enough = line.checked_determinism || !context.checked_determinism;
+        if in_shard && checked_enough {
+            done.entry(line.seed).or_insert(line);
+        }
+    }
+    Ok(done)
+}
+
+struct CliSink<'a> {
+    scenario_path: &'a Path,
+    variant: Variant,
+    context: ResultContext,
+    writer: Option<ResultsWriter>,
+    write_error: Option<String>,
+    summary: SweepSummary,
+    /// Events simulated by this invocation (both runs when checking determinism).
+    events_simulated: u64,
+    json: bool,
+    progress: ProgressReporter,
+}
+
+impl SweepSink<TimedSeedResult> for CliSink<'_> {
+    fn finished(&mut self, seed: u64, output: &TimedSeedResult, progress: &Progress) {
+        self.events_simulated += output.events_simulated;
+        if let (Some(writer), None) = (&mut self.writer, &self.write_error) {
+            let replay = replay_command(self.scenario_path, seed, self.variant);
+            if let Err(e) = writer.append(&self.context.line(output, replay)) {
+                self.write_error = Some(format!("--out {}: {e}", writer.path.display()));
+            }
+        }
+        self.progress.update(progress);
+    }
+
+    fn committed(&mut self, seed: u64, output: TimedSeedResult) {
+        self.summary.add(&output.result, || {
+            replay_command(self.scenario_path, seed, self.variant)
+        });
+        if !self.json && !output.result.ok() {
+            let record = &self.summary.failures[&seed];
+            self.progress.print(&record.report_lines());
+        }
+    }
+
+    fn tick(&mut self, progress: &Progress) {
+        self.progress.tick(progress);
+    }
+
+    fn should_stop(&self) -> bool {
+        self.write_error.is_some()
+    }
+}
+
+pub fn sweep(args: &SweepArgs) -> u8 {
+    let plan = match plan(args) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let scn = match load_scenario(&args.scenario) {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let variant = match parse_variant(variant) {
+    let variant = match parse_variant(&args.variant) {
         Ok(v) => v,
         Err(code) => return code,
     };
-    // Wall time here measures the tool, never the simulation (which has none).
-    let started = Instant::now();
-    let mut failures = Vec::new();
-    let mut events: u64 = 0;
-    let mut sim_time_us: u64 = 0;
-    for seed in range.iter() {
-        let outcome = simulate(&scn, seed, variant, None);
-        events += outcome.events();
-        sim_time_us += outcome.sim_time_us();
-        let mut invariants: Vec<String> = outcome
-            .invariants
-            .iter()
-            .map(|i| i.name().to_string())
-            .collect();
-        if check_determinism {
-            let again = simulate(&scn, seed, variant, None);
-            events += again.events();
-            sim_time_us += again.sim_time_us();
-            if again.trace_hash_hex() != outcome.trace_hash_hex()
-                || again.events() != outcome.events()
-            {
-                invariants.push("determinism".to_string());
-            }
+    let context = ResultContext {
+        scenario: scn.name().to_string(),
+        scenario_hash: scenario_hash(&scn),
+        variant: variant.name().to_string(),
+        checked_determinism: args.check_determinism,
+    };
+    let mut summary = SweepSummary::new(scn.name(), variant.name());
+    let mut resumed: BTreeMap<u64, ResultLine> = BTreeMap::new();
+    let mut writer = None;
+    if let Some(out) = &args.out {
+        // Read what is there first (a truncated final line is skipped), so
+        // a corrupt file is reported before anything is written to it.
+        if args.resume {
+            resumed = match resumed_lines(out, &context, &plan) {
+                Ok(r) => r,
+                Err(code) => return code,
+            };
         }
-        if !invariants.is_empty() {
-            let replay = replay_command(scenario_path, seed, variant);
-            if !json {
-                println!("seed {seed}: {}", invariants.join(", "));
-                if let Some(v) = outcome.violations.first() {
-                    println!(
-                        "  {} at {:.3} s: {}",
-                        v.invariant,
-                        v.time_ms as f64 / 1e3,
-                        v.message
-                    );
+        // Cut a final line left by a kill, so appends start on a new line.
+        match ResultsWriter::open_append(out) {
+            Ok((w, note)) => {
+                if let Some(note) = note {
+                    eprintln!("note: {note}");
                 }
-                println!("  replay: {replay}");
+                writer = Some(w);
             }
-            failures.push(
-                serde_json::json!({"seed": seed, "invariants": invariants, "replay": replay}),
-            );
+            Err(e) => return bad_input(format!("--out {e}")),
         }
     }
-    let elapsed_s = started.elapsed().as_secs_f64().max(1e-9);
-    let seeds_per_sec = range.len() as f64 / elapsed_s;
-    let events_per_sec = events as f64 / elapsed_s;
-    let time_compression = sim_time_us as f64 / 1e6 / elapsed_s;
-    let peak_rss_bytes = measure::peak_rss_bytes();
-    if json {
+    for line in resumed.values() {
+        summary.add(&line.result(), || {
+            replay_command(&args.scenario, line.seed, variant)
+        });
+    }
+    let done: HashSet<u64> = resumed.keys().copied().collect();
+    let shard_len = plan.shard.len(&plan.range);
+    if shard_len == 0 {
+        eprintln!(
+            "note: shard {} of {} holds no seed (more shards than seeds)",
+            plan.shard, plan.range
+        );
+    }
+    let seeds_to_run = shard_len - done.len() as u64;
+    let seeds = plan
+        .shard
+        .seeds(&plan.range)
+        .filter(move |s| !done.contains(s));
+
+    if !args.json && !resumed.is_empty() {
+        let out = args.out.as_deref().expect("--resume requires --out");
+        println!(
+            "resumed: {} of {} seeds already in {} ({} failed); running the other {seeds_to_run}",
+            resumed.len(),
+            shard_len,
+            out.display(),
+            summary.failed()
+        );
+        for record in summary.failures.values() {
+            print!("{}", record.report_lines());
+        }
+    }
+
+    let job = LeaseJob {
+        scenario: &scn,
+        variant,
+        check_determinism: args.check_determinism,
+    };
+    let mut options = SweepOptions::with_jobs(plan.jobs);
+    options.time_budget = plan.time_budget;
+    options.stop_after_failures = plan.stop_after.map(|n| n.saturating_sub(summary.failed()));
+    let mut sink = CliSink {
+        scenario_path: &args.scenario,
+        variant,
+        context,
+        writer,
+        write_error: None,
+        summary,
+        events_simulated: 0,
+        json: args.json,
+        progress: ProgressReporter::new(args.progress, seeds_to_run, plan.progress_every),
+    };
+    let run = if options.stop_after_failures == Some(0) {
+        None
+    } else {
+        Some(run_sweep(&job, seeds, seeds_to_run, &options, &mut sink))
+    };
+    sink.progress.finish();
+    let CliSink {
+        summary,
+        write_error,
+        events_simulated,
+        ..
+    } = sink;
+    if let Some(e) = write_error {
+        return bad_input(e);
+    }
+    let (stop, seeds_run, elapsed) = match &run {
+        Some(run) => (run.stop, run.seeds_finished, run.elapsed),
+        // --stop-after was already reached by the resumed results.
+        None => (StopReason::StopAfter, 0, Duration::ZERO),
+    };
+    let elapsed_s = elapsed.as_secs_f64().max(1e-9);
+    let seeds_per_sec = seeds_run as f64 / elapsed_s;
+    let events_per_sec = events_simulated as f64 / elapsed_s;
+    let not_swept = shard_len - summary.seeds;
+    let stop_note = match stop {
+        StopReason::Completed => None,
+        StopReason::TimeBudget => Some(format!(
+            "stopped: the time budget ({}) ran out after {} of {} seeds; {not_swept} not swept{}",
+            args.time_budget.as_deref().unwrap_or_default(),
+            summary.seeds,
+            shard_len,
+            continue_hint(args, false)
+        )),
+        StopReason::StopAfter => Some(format!(
+            "stopped: {} failures found (--stop-after) after {} of {} seeds in seed order; {not_swept} not swept{}",
+            summary.failed(),
+            summary.seeds,
+            shard_len,
+            continue_hint(args, true)
+        )),
+        StopReason::Aborted => unreachable!("only a write error aborts, handled above"),
+    };
+
+    if let Some(path) = &args.junit {
+        let mut case = summary.junit_case(Some(elapsed));
+        case.add_property(quick_junit::Property::new(
+            "seed_range",
+            plan.range.to_string(),
+        ));
+        case.add_property(quick_junit::Property::new("shard", plan.shard.to_string()));
+        if let Some(note) = &stop_note {
+            case.set_system_out(note.clone());
+        }
+        if let Err(e) = write_junit(path, "leasehold sweep", vec![case]) {
+            return bad_input(e);
+        }
+    }
+
+    if args.json {
         println!(
             "{}",
             serde_json::json!({
-                "scenario": scn.name(),
-                "variant": variant.name(),
-                "seeds": range.len(),
-                "failed": failures.len(),
-                "failures": failures,
+                "scenario": summary.scenario,
+                "variant": summary.variant,
+                "seed_range": plan.range.to_string(),
+                "shard": plan.shard.to_string(),
+                "seeds_planned": shard_len,
+                "seeds": summary.seeds,
+                "failed": summary.failed(),
+                "failures": summary.failures_json(),
+                "events": summary.events,
+                "stopped": stop,
+                "resumed_seeds": resumed.len(),
                 "seeds_per_sec": seeds_per_sec,
                 "events_per_sec": events_per_sec,
-                "events": events,
                 "elapsed_s": elapsed_s,
-                "sim_time_s": sim_time_us as f64 / 1e6,
-                "time_compression": time_compression,
-                "peak_rss_bytes": peak_rss_bytes,
             })
         );
     } else {
+        if let Some(note) = &stop_note {
+            println!("{note}");
+        }
+        let shard_text = if plan.shard == Shard::ALL {
+            String::new()
+        } else {
+            format!(", shard {}", plan.shard)
+        };
+        let resumed_text = if resumed.is_empty() {
+            String::new()
+        } else {
+            format!(", {} resumed", resumed.len())
+        };
         println!(
-            "swept {} seeds ({range}) of {}, variant {}: {} failed; {:.1} s, {:.1} seeds/s, {:.2} M events/s{}",
-            range.len(),
-            scn.name(),
-            variant.name(),
-            failures.len(),
+            "swept {} seeds ({}{shard_text}{resumed_text}) of {}, variant {}: {} failed; {:.1} s on {} jobs, {:.1} seeds/s, {:.2} M events/s",
+            summary.seeds,
+            plan.range,
+            summary.scenario,
+            summary.variant,
+            summary.failed(),
             elapsed_s,
+            plan.jobs,
             seeds_per_sec,
-            events_per_sec / 1e6,
-            measure::fmt_compression_and_memory(time_compression, peak_rss_bytes)
+            events_per_sec / 1e6
         );
     }
-    if failures.is_empty() {
+    if summary.ok() {
         EXIT_OK
     } else {
         EXIT_VIOLATION
+    }
+}
+
+fn continue_hint(args: &SweepArgs, raise_stop_after: bool) -> String {
+    let raise = if raise_stop_after {
+        "raise --stop-after and "
+    } else {
+        ""
+    };
+    match &args.out {
+        Some(out) => format!(
+            " ({raise}run again with --resume --out {} to continue)",
+            out.display()
+        ),
+        None => format!(" ({raise}use --out FILE and --resume to continue later)"),
     }
 }

@@ -1,0 +1,235 @@
+//! `leasehold merge A.jsonl B.jsonl ...`: the results files of several sweeps
+//! (the shards of one sweep, or a sweep and its resumptions) as one summary
+//! per scenario and variant, shaped like `sweep`'s.
+
+use super::{EXIT_OK, EXIT_VIOLATION, bad_input};
+use leasehold::lease_job::DETERMINISM;
+use leasehold::results_file::{ResultLine, read_results};
+use leasehold::seeds::SeedRange;
+use leasehold::sweep_summary::{FailureRecord, SweepSummary, write_junit};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(clap::Args, Debug)]
+pub struct MergeArgs {
+    /// Results files written by `sweep --out`.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Print one JSON object instead of the human report.
+    #[arg(long)]
+    pub json: bool,
+    /// Also check that every seed of A..B is present for each scenario and
+    /// variant (all shards reported); a gap exits 1.
+    #[arg(long, value_name = "A..B")]
+    pub expect_seeds: Option<String>,
+    /// Write a JUnit XML report (one test case per scenario and variant).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+}
+
+/// Where a line came from, for messages.
+#[derive(Clone)]
+struct Origin {
+    file: usize,
+    line: u64,
+}
+
+struct Group {
+    scenario_hash: String,
+    hash_origin: Origin,
+    /// seed -> (the line, where it is)
+    seeds: BTreeMap<u64, (ResultLine, Origin)>,
+    /// Seeds whose lines disagree (different runs of one seed).
+    diverged: BTreeMap<u64, String>,
+    wall_us: u64,
+}
+
+pub fn merge(args: &MergeArgs) -> u8 {
+    let expect = match &args.expect_seeds {
+        None => None,
+        Some(text) => match SeedRange::parse(text) {
+            Ok(r) => Some(r),
+            Err(e) => return bad_input(format!("--expect-seeds: {e}")),
+        },
+    };
+    let name = |o: &Origin| format!("{} line {}", args.files[o.file].display(), o.line);
+    let mut groups: BTreeMap<(String, String), Group> = BTreeMap::new();
+    for (file, path) in args.files.iter().enumerate() {
+        let read = match read_results(path) {
+            Ok(r) => r,
+            Err(e) => return bad_input(e),
+        };
+        if let Some((line, _)) = read.truncated_tail {
+            eprintln!(
+                "note: {} line {line}: ignored a truncated final line (left by a killed sweep)",
+                path.display()
+            );
+        }
+        for (line_number, line) in read.lines {
+            let origin = Origin {
+                file,
+                line: line_number,
+            };
+            let key = (line.scenario.clone(), line.variant.clone());
+            let group = groups.entry(key).or_insert_with(|| Group {
+                scenario_hash: line.scenario_hash.clone(),
+                hash_origin: origin.clone(),
+                seeds: BTreeMap::new(),
+                diverged: BTreeMap::new(),
+                wall_us: 0,
+            });
+            if line.scenario_hash != group.scenario_hash {
+                return bad_input(format!(
+                    "{}: scenario \"{}\" has text hash {} here but {} in {}; these results are of different scenarios",
+                    name(&origin),
+                    line.scenario,
+                    line.scenario_hash,
+                    group.scenario_hash,
+                    name(&group.hash_origin)
+                ));
+            }
+            group.wall_us = group.wall_us.saturating_add(line.wall_us);
+            match group.seeds.get(&line.seed) {
+                None => {
+                    group.seeds.insert(line.seed, (line, origin));
+                }
+                Some((first, first_origin)) => {
+                    if first.result() != line.result() {
+                        group.diverged.entry(line.seed).or_insert_with(|| {
+                            format!(
+                                "{DETERMINISM}: {} has trace {} ({} events, {:?}) but {} has trace {} ({} events, {:?})",
+                                name(first_origin),
+                                first.trace_hash,
+                                first.events,
+                                first.invariants,
+                                name(&origin),
+                                line.trace_hash,
+                                line.events,
+                                line.invariants
+                            )
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    let mut summaries = Vec::new();
+    let mut group_json = Vec::new();
+    let mut all_failures = Vec::new();
+    let mut incomplete = Vec::new();
+    let (mut total_seeds, mut total_events, mut total_wall_us) = (0u64, 0u64, 0u64);
+    for ((scenario, variant), group) in &groups {
+        let mut summary = SweepSummary::new(scenario, variant);
+        for (line, _) in group.seeds.values() {
+            let mut result = line.result();
+            if let Some(message) = group.diverged.get(&line.seed) {
+                result.invariants.push(DETERMINISM.to_string());
+                result.first_violation = Some(message.clone());
+            }
+            summary.add(&result, || line.replay.clone());
+        }
+        let mut missing_json = serde_json::Value::Null;
+        if let Some(range) = expect {
+            let missing: Vec<u64> = range
+                .iter()
+                .filter(|s| !group.seeds.contains_key(s))
+                .collect();
+            if !missing.is_empty() {
+                incomplete.push(format!(
+                    "incomplete: {scenario}, variant {variant}: {} of the {} seeds of {range} are missing (first missing: {})",
+                    missing.len(),
+                    range.len(),
+                    missing[0]
+                ));
+            }
+            missing_json = serde_json::json!({"count": missing.len(), "first": missing.first()});
+        }
+        total_seeds += summary.seeds;
+        total_events += summary.events;
+        total_wall_us = total_wall_us.saturating_add(group.wall_us);
+        for f in summary.failures.values() {
+            let mut value = serde_json::to_value(f).expect("failure records serialise");
+            value["scenario"] = scenario.clone().into();
+            value["variant"] = variant.clone().into();
+            all_failures.push((scenario.clone(), variant.clone(), f.clone(), value));
+        }
+        group_json.push(serde_json::json!({
+            "scenario": scenario,
+            "variant": variant,
+            "seeds": summary.seeds,
+            "failed": summary.failed(),
+            "events": summary.events,
+            "missing_seeds": missing_json,
+        }));
+        summaries.push((summary, Duration::from_micros(group.wall_us)));
+    }
+    let failed = all_failures.len();
+    // Throughput of the runs themselves: seeds per second of one job.
+    let run_s = total_wall_us as f64 / 1e6;
+    let seeds_per_sec = total_seeds as f64 / run_s.max(1e-9);
+    let events_per_sec = total_events as f64 / run_s.max(1e-9);
+
+    if let Some(path) = &args.junit {
+        let cases = summaries
+            .iter()
+            .map(|(s, time)| s.junit_case(Some(*time)))
+            .collect();
+        if let Err(e) = write_junit(path, "leasehold merge", cases) {
+            return bad_input(e);
+        }
+    }
+
+    if args.json {
+        let mut value = serde_json::json!({
+            "files": args.files.len(),
+            "seeds": total_seeds,
+            "failed": failed,
+            "failures": all_failures.iter().map(|(_, _, _, v)| v.clone()).collect::<Vec<_>>(),
+            "events": total_events,
+            "groups": group_json,
+            "complete": incomplete.is_empty(),
+            "seeds_per_sec": seeds_per_sec,
+            "events_per_sec": events_per_sec,
+            "run_s": run_s,
+        });
+        if let [(only, _)] = summaries.as_slice() {
+            value["scenario"] = only.scenario.clone().into();
+            value["variant"] = only.variant.clone().into();
+        }
+        println!("{value}");
+    } else {
+        let mut current: Option<(&str, &str)> = None;
+        for (scenario, variant, record, _) in &all_failures {
+            if groups.len() > 1 && current != Some((scenario, variant)) {
+                println!("{scenario}, variant {variant}:");
+                current = Some((scenario, variant));
+            }
+            print!("{}", FailureRecord::report_lines(record));
+        }
+        for line in &incomplete {
+            println!("{line}");
+        }
+        for (summary, _) in &summaries {
+            println!(
+                "merged {} seeds of {}, variant {} from {} files: {} failed",
+                summary.seeds,
+                summary.scenario,
+                summary.variant,
+                args.files.len(),
+                summary.failed()
+            );
+        }
+        println!(
+            "total: {total_seeds} seeds, {failed} failed; {:.1} s of runs, {seeds_per_sec:.1} seeds/s and {:.2} M events/s per job",
+            run_s,
+            events_per_sec / 1e6
+        );
+    }
+    if failed == 0 && incomplete.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_VIOLATION
+    }
+}

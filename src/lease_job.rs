@@ -1,0 +1,128 @@
+//! The [`SeedJob`] that `sweep`, `SweepTest` (and a future `hunt`) run: one
+//! scenario under one variant, optionally twice to check determinism, boiled
+//! down to a small [`SeedResult`] so that a sweep of a million seeds keeps
+//! little in memory.
+
+use crate::run::{RunOutcome, simulate};
+use crate::scenario::ValidScenario;
+use crate::sweep_engine::SeedJob;
+use leasehold_protocol::Variant;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::time::Instant;
+
+/// The name reported when two runs of one seed differ.
+pub const DETERMINISM: &str = "determinism";
+
+/// What one seed of a sweep found. Equal for equal (scenario, seed, variant).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeedResult {
+    pub seed: u64,
+    /// Invariants that fired, in a fixed order, then `determinism` if the
+    /// seed was run twice and the runs differed. Empty: the seed passed.
+    pub invariants: Vec<String>,
+    /// The first violation, as one line: `invariant at T s: message`.
+    pub first_violation: Option<String>,
+    pub events: u64,
+    pub trace_hash: String,
+}
+
+impl SeedResult {
+    pub fn ok(&self) -> bool {
+        self.invariants.is_empty()
+    }
+
+    pub fn from_outcome(outcome: &RunOutcome) -> SeedResult {
+        SeedResult {
+            seed: outcome.seed,
+            invariants: outcome
+                .invariants
+                .iter()
+                .map(|i| i.name().to_string())
+                .collect(),
+            first_violation: outcome.violations.first().map(|v| {
+                format!(
+                    "{} at {:.3} s: {}",
+                    v.invariant,
+                    v.time_ms as f64 / 1e3,
+                    v.message
+                )
+            }),
+            events: outcome.events(),
+            trace_hash: outcome.trace_hash_hex(),
+        }
+    }
+}
+
+/// A seed's result and the wall time it took (which no comparison uses).
+#[derive(Clone, Debug)]
+pub struct TimedSeedResult {
+    pub result: SeedResult,
+    /// Wall time of the run(s), for throughput figures only.
+    pub wall_us: u64,
+    /// Events simulated, counting the second run of a determinism check.
+    pub events_simulated: u64,
+}
+
+/// Runs one scenario under one variant.
+pub struct LeaseJob<'a> {
+    pub scenario: &'a ValidScenario,
+    pub variant: Variant,
+    /// Run each seed twice and report `determinism` on any difference.
+    pub check_determinism: bool,
+}
+
+impl SeedJob for LeaseJob<'_> {
+    type Output = TimedSeedResult;
+
+    fn run(&self, seed: u64) -> TimedSeedResult {
+        // Wall time measures the tool, never the simulation (which has none).
+        let started = Instant::now();
+        let outcome = simulate(self.scenario, seed, self.variant, None);
+        let mut result = SeedResult::from_outcome(&outcome);
+        let mut events_simulated = outcome.events();
+        if self.check_determinism {
+            let again = simulate(self.scenario, seed, self.variant, None);
+            events_simulated += again.events();
+            if again.trace_hash_hex() != result.trace_hash || again.events() != result.events {
+                if result.first_violation.is_none() {
+                    result.first_violation = Some(format!(
+                        "{DETERMINISM}: first run {} ({} events), second run {} ({} events)",
+                        result.trace_hash,
+                        result.events,
+                        again.trace_hash_hex(),
+                        again.events()
+                    ));
+                }
+                result.invariants.push(DETERMINISM.to_string());
+            }
+        }
+        TimedSeedResult {
+            result,
+            wall_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            events_simulated,
+        }
+    }
+
+    fn is_failure(&self, output: &TimedSeedResult) -> bool {
+        !output.result.ok()
+    }
+}
+
+/// The one command that reproduces a seed.
+pub fn replay_command(scenario: &Path, seed: u64, variant: Variant) -> String {
+    format!(
+        "leasehold run {} --seed {seed} --variant {}",
+        scenario.display(),
+        variant.name()
+    )
+}
+
+/// A short fingerprint of a scenario file's exact text: results files carry
+/// it so that `--resume` never mixes results of two different scenarios.
+pub fn scenario_hash(scenario: &ValidScenario) -> String {
+    format!(
+        "{:016x}",
+        xxhash_rust::xxh3::xxh3_64(scenario.source.as_bytes())
+    )
+}

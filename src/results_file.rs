@@ -1,0 +1,324 @@
+//! Results files (`sweep --out FILE`): JSON Lines, one line per finished seed,
+//! appended as each seed finishes and written with one `write` call, so a
+//! sweep killed with SIGKILL loses no result already written. (Lines are not
+//! fsync'ed: a power cut may lose the last lines; a kill never does.)
+//!
+//! Every line stands alone (format, scenario, its hash, variant, seed,
+//! verdict), so shard files can be concatenated or merged in any order and one
+//! file may hold several scenarios and variants.
+//!
+//! Reading is strict: a line that is not a result is an error naming the file
+//! and the line. One exception: a final line with no newline is what a kill
+//! in the middle of a write leaves, so it is reported as truncated and
+//! dropped (its seed is simply run again by `--resume`). A complete final line
+//! always ends in a newline, because every line is written with its newline.
+
+use crate::lease_job::{SeedResult, TimedSeedResult};
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+pub const RESULTS_FORMAT: &str = "leasehold-results/1";
+
+/// Lines longer than this are not results (a violation message is short).
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// One line of a results file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResultLine {
+    pub format: String,
+    pub leasehold_version: String,
+    /// The scenario's name.
+    pub scenario: String,
+    /// xxh3 of the scenario file's exact text (see `lease_job::scenario_hash`).
+    pub scenario_hash: String,
+    pub variant: String,
+    pub seed: u64,
+    pub ok: bool,
+    pub invariants: Vec<String>,
+    pub first_violation: Option<String>,
+    pub events: u64,
+    pub trace_hash: String,
+    /// Whether the seed ran twice to check determinism.
+    pub checked_determinism: bool,
+    pub replay: String,
+    /// Wall time of the run(s); only for throughput figures.
+    pub wall_us: u64,
+}
+
+impl ResultLine {
+    pub fn result(&self) -> SeedResult {
+        SeedResult {
+            seed: self.seed,
+            invariants: self.invariants.clone(),
+            first_violation: self.first_violation.clone(),
+            events: self.events,
+            trace_hash: self.trace_hash.clone(),
+        }
+    }
+}
+
+/// What a results line is about, besides the seed's own result.
+#[derive(Clone, Debug)]
+pub struct ResultContext {
+    pub scenario: String,
+    pub scenario_hash: String,
+    pub variant: String,
+    pub checked_determinism: bool,
+}
+
+impl ResultContext {
+    pub fn line(&self, timed: &TimedSeedResult, replay: String) -> ResultLine {
+        let r = &timed.result;
+        ResultLine {
+            format: RESULTS_FORMAT.to_string(),
+            leasehold_version: crate::LEASEHOLD_VERSION.to_string(),
+            scenario: self.scenario.clone(),
+            scenario_hash: self.scenario_hash.clone(),
+            variant: self.variant.clone(),
+            seed: r.seed,
+            ok: r.ok(),
+            invariants: r.invariants.clone(),
+            first_violation: r.first_violation.clone(),
+            events: r.events,
+            trace_hash: r.trace_hash.clone(),
+            checked_determinism: self.checked_determinism,
+            replay,
+            wall_us: timed.wall_us,
+        }
+    }
+}
+
+/// A results file read back.
+#[derive(Debug, Default)]
+pub struct ResultsRead {
+    /// (1-based line number, line)
+    pub lines: Vec<(u64, ResultLine)>,
+    /// A final line cut short by a kill: its 1-based number and the byte
+    /// offset where it starts (everything before it is complete lines).
+    pub truncated_tail: Option<(u64, u64)>,
+}
+
+/// Parse a results file's text; errors are `line N: ...`.
+pub fn parse_results(text: &str) -> Result<ResultsRead, String> {
+    let mut read = ResultsRead::default();
+    let mut offset: u64 = 0;
+    let mut rest = text;
+    let mut number: u64 = 0;
+    while !rest.is_empty() {
+        number += 1;
+        let (line, complete) = match rest.find('\n') {
+            Some(end) => (&rest[..end], true),
+            None => (rest, false),
+        };
+        let consumed = line.len() + usize::from(complete);
+        if !complete {
+            read.truncated_tail = Some((number, offset));
+            break;
+        }
+        read.lines.push((
+            number,
+            parse_line(line).map_err(|e| format!("line {number}: {e}"))?,
+        ));
+        offset += consumed as u64;
+        rest = &rest[consumed..];
+    }
+    Ok(read)
+}
+
+fn parse_line(line: &str) -> Result<ResultLine, String> {
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    if line.trim().is_empty() {
+        return Err("an empty line, not a leasehold result".into());
+    }
+    if line.len() > MAX_LINE_BYTES {
+        return Err(format!(
+            "longer than {MAX_LINE_BYTES} bytes, not a leasehold result"
+        ));
+    }
+    let value: serde_json::Value =
+        serde_json::from_str(line).map_err(|e| format!("not JSON ({e})"))?;
+    match value.get("format").and_then(|f| f.as_str()) {
+        Some(RESULTS_FORMAT) => {}
+        Some(other) => {
+            return Err(format!(
+                "results format \"{other}\" is not \"{RESULTS_FORMAT}\""
+            ));
+        }
+        None => {
+            return Err(format!(
+                "not a leasehold result (no \"format\": \"{RESULTS_FORMAT}\")"
+            ));
+        }
+    }
+    let parsed: ResultLine =
+        serde_json::from_value(value).map_err(|e| format!("not a leasehold result ({e})"))?;
+    if parsed.ok != parsed.invariants.is_empty() {
+        return Err(format!(
+            "seed {}: \"ok\" is {} but \"invariants\" is {:?}",
+            parsed.seed, parsed.ok, parsed.invariants
+        ));
+    }
+    Ok(parsed)
+}
+
+/// Read and parse a results file; errors name the file and the line.
+pub fn read_results(path: &Path) -> Result<ResultsRead, String> {
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_to_string(&mut text))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    parse_results(&text).map_err(|e| format!("{} {e}", path.display()))
+}
+
+/// Appends result lines to a file, one `write` per line.
+pub struct ResultsWriter {
+    file: std::fs::File,
+    pub path: PathBuf,
+    pub lines_written: u64,
+}
+
+impl ResultsWriter {
+    /// Open `path` for appending (creating it). A truncated final line left by
+    /// a kill is cut off first, so the next line starts on a line of its own;
+    /// the returned note says so.
+    pub fn open_append(path: &Path) -> Result<(ResultsWriter, Option<String>), String> {
+        let name = path.display();
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| format!("{name}: {e}"))?;
+        let len = file.metadata().map_err(|e| format!("{name}: {e}"))?.len();
+        let mut note = None;
+        if len > 0 {
+            // The last line starts at most MAX_LINE_BYTES before the end.
+            let start = len.saturating_sub(MAX_LINE_BYTES as u64 + 1);
+            let mut tail = Vec::new();
+            file.seek(SeekFrom::Start(start))
+                .and_then(|_| file.read_to_end(&mut tail))
+                .map_err(|e| format!("{name}: {e}"))?;
+            if tail.last() != Some(&b'\n') {
+                let keep = match tail.iter().rposition(|b| *b == b'\n') {
+                    Some(i) => start + i as u64 + 1,
+                    None if start == 0 => 0,
+                    None => {
+                        return Err(format!(
+                            "{name}: the final line is longer than {MAX_LINE_BYTES} bytes, not a leasehold result"
+                        ));
+                    }
+                };
+                file.seek(SeekFrom::Start(0))
+                    .map_err(|e| format!("{name}: {e}"))?;
+                let mut newlines: u64 = 0;
+                let mut buffer = vec![0u8; 1 << 16];
+                let mut remaining = keep;
+                while remaining > 0 {
+                    let want = buffer
+                        .len()
+                        .min(usize::try_from(remaining).unwrap_or(usize::MAX));
+                    let got = file
+                        .read(&mut buffer[..want])
+                        .map_err(|e| format!("{name}: {e}"))?;
+                    assert!(got > 0, "the file shrank while being read");
+                    newlines += buffer[..got].iter().filter(|b| **b == b'\n').count() as u64;
+                    remaining -= got as u64;
+                }
+                file.set_len(keep).map_err(|e| format!("{name}: {e}"))?;
+                note = Some(format!(
+                    "{name} line {}: dropped a truncated final line (left by a killed sweep); its seed runs again",
+                    newlines + 1
+                ));
+            }
+        }
+        file.seek(SeekFrom::End(0))
+            .map_err(|e| format!("{name}: {e}"))?;
+        Ok((
+            ResultsWriter {
+                file,
+                path: path.to_path_buf(),
+                lines_written: 0,
+            },
+            note,
+        ))
+    }
+
+    pub fn append(&mut self, line: &ResultLine) -> std::io::Result<()> {
+        let mut text = serde_json::to_string(line).map_err(std::io::Error::from)?;
+        text.push('\n');
+        // One write of the whole line: a kill leaves whole lines, or a final
+        // line without its newline (which readers drop).
+        self.file.write_all(text.as_bytes())?;
+        self.file.flush()?;
+        self.lines_written += 1;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(seed: u64, invariants: &[&str]) -> String {
+        let r = ResultLine {
+            format: RESULTS_FORMAT.into(),
+            leasehold_version: "0.1.0".into(),
+            scenario: "s".into(),
+            scenario_hash: "00".into(),
+            variant: "correct".into(),
+            seed,
+            ok: invariants.is_empty(),
+            invariants: invariants.iter().map(|s| s.to_string()).collect(),
+            first_violation: None,
+            events: 10,
+            trace_hash: "ab".into(),
+            checked_determinism: false,
+            replay: "leasehold run s.json --seed 1 --variant correct".into(),
+            wall_us: 5,
+        };
+        serde_json::to_string(&r).unwrap()
+    }
+
+    #[test]
+    fn reads_lines_and_a_truncated_tail() {
+        let text = format!(
+            "{}\n{}\n{}",
+            line(1, &[]),
+            line(2, &["no-lost-task"]),
+            &line(3, &[])[..20]
+        );
+        let read = parse_results(&text).unwrap();
+        assert_eq!(read.lines.len(), 2);
+        assert_eq!(read.lines[1].0, 2);
+        assert_eq!(read.lines[1].1.invariants, ["no-lost-task"]);
+        let (number, offset) = read.truncated_tail.unwrap();
+        assert_eq!(number, 3);
+        assert_eq!(&text[offset as usize..], &line(3, &[])[..20]);
+    }
+
+    #[test]
+    fn names_the_corrupt_line() {
+        let good = line(1, &[]);
+        for (bad, expect) in [
+            ("{not json".to_string(), "not JSON"),
+            ("{}".to_string(), "no \"format\""),
+            (good.replace("leasehold-results/1", "other/9"), "is not"),
+            (
+                good.replace("\"ok\":true", "\"ok\":false"),
+                "\"ok\" is false",
+            ),
+            (
+                good.replace("\"seed\":1", "\"seed\":-1"),
+                "not a leasehold result",
+            ),
+            (String::new(), "empty line"),
+        ] {
+            let text = format!("{good}\n{good}\n{bad}\n{good}\n");
+            let err = parse_results(&text).unwrap_err();
+            assert!(err.starts_with("line 3: "), "{err}");
+            assert!(err.contains(expect), "{err} lacks {expect}");
+        }
+    }
+}
