@@ -325,3 +325,36 @@ fn lists_variants_and_scenarios() {
         assert!(stdout(&s).contains(name), "{name} missing");
     }
 }
+
+#[test]
+fn sweep_shrink_writes_a_failure_file_per_failing_seed_that_replays() {
+    let dir = std::env::temp_dir().join(format!("leasehold-sweep-shrink-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = leasehold(&[
+        "sweep",
+        "scenarios/gc-pause-zombie.json",
+        "--seeds",
+        "1..2",
+        "--variant",
+        "no-self-fencing",
+        "--shrink",
+        "--shrink-dir",
+        dir.to_str().unwrap(),
+        "--progress",
+        "off",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    for seed in [1, 2] {
+        let file = dir.join(format!(
+            "gc-pause-zombie-seed{seed}-no-self-fencing.failure.json"
+        ));
+        assert!(file.exists(), "{}", stderr(&o));
+        let r = leasehold(&["replay", file.to_str().unwrap()]);
+        assert_eq!(r.status.code(), Some(1), "{}", stdout(&r));
+        assert!(
+            stdout(&r).starts_with("reproduced: no-double-ownership"),
+            "{}",
+            stdout(&r)
+        );
+    }
+}

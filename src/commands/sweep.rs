@@ -61,6 +61,13 @@ pub struct SweepArgs {
     /// How often plain progress lines are printed.
     #[arg(long, default_value = "10s", value_name = "DURATION")]
     pub progress_every: String,
+    /// Shrink every failing seed to a minimal run and write its failure file
+    /// (NAME-seedN-VARIANT.failure.json) into --shrink-dir.
+    #[arg(long)]
+    pub shrink: bool,
+    /// Where --shrink writes failure files.
+    #[arg(long, default_value = ".", value_name = "DIR")]
+    pub shrink_dir: PathBuf,
 }
 
 /// Every input, checked before anything runs.
@@ -390,10 +397,58 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             events_per_sec / 1e6
         );
     }
+    if args.shrink && !summary.ok() {
+        shrink_failures(
+            args,
+            &scn,
+            variant,
+            summary.failures.keys().copied().collect(),
+        );
+    }
     if summary.ok() {
         EXIT_OK
     } else {
         EXIT_VIOLATION
+    }
+}
+
+/// `--shrink`: each failing seed, cut down to a minimal failing run.
+fn shrink_failures(
+    args: &SweepArgs,
+    scn: &leasehold::ValidScenario,
+    variant: leasehold_protocol::Variant,
+    seeds: Vec<u64>,
+) {
+    for seed in seeds {
+        match leasehold::shrink::shrink(scn, seed, variant, Default::default()) {
+            Ok(report) => {
+                let f = &report.failure;
+                let path = args.shrink_dir.join(format!(
+                    "{}-seed{seed}-{}.failure.json",
+                    scn.name(),
+                    variant.name()
+                ));
+                let text = serde_json::to_string_pretty(f).expect("failure files serialise");
+                match std::fs::write(&path, text + "\n") {
+                    Ok(()) => eprintln!(
+                        "shrunk seed {seed} ({}): faults {} -> {}, workers {} -> {}, tasks {} -> {}, events {} -> {} in {:.1} s; wrote {}",
+                        f.invariant,
+                        f.original.faults,
+                        f.shrunk.faults,
+                        f.original.workers,
+                        f.shrunk.workers,
+                        f.original.tasks,
+                        f.shrunk.tasks,
+                        f.original.events,
+                        f.shrunk.events,
+                        f.shrink_ms as f64 / 1e3,
+                        path.display()
+                    ),
+                    Err(e) => eprintln!("error: --shrink-dir {}: {e}", path.display()),
+                }
+            }
+            Err(e) => eprintln!("seed {seed}: {e}"),
+        }
     }
 }
 
