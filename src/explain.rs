@@ -30,11 +30,10 @@ fn secs(us: u64) -> String {
 
 impl Teller<'_> {
     fn node(&self, node: NodeId, incarnation: Option<u32>) -> String {
+        let name = crate::export::node_name(self.roles, node);
         match (self.roles.get(node.index()), incarnation) {
-            (Some(NodeRole::Worker { worker }), Some(i)) => format!("worker-{worker}#{i}"),
-            (Some(NodeRole::Worker { worker }), None) => format!("worker-{worker}"),
-            (Some(NodeRole::Reclaimer { id }), _) => format!("reclaimer-{id}"),
-            (None, _) => format!("node-{}", node.0),
+            (Some(NodeRole::Worker { .. }), Some(i)) => format!("{name}#{i}"),
+            _ => name,
         }
     }
 

@@ -212,7 +212,7 @@ impl Reclaimer {
         };
     }
 
-    fn on_timeout(&mut self, _now: Instant, purpose: Purpose) {
+    fn on_timeout(&mut self, now: Instant, purpose: Purpose) {
         match purpose {
             // Every step is re-derived from the store at the next scan.
             Purpose::ScanMembers | Purpose::SweepOwned => self.finish_scan(),
@@ -223,7 +223,7 @@ impl Reclaimer {
             Purpose::ListOwned { owner } | Purpose::DeleteMember { owner } => {
                 self.jobs.remove(&owner);
             }
-            Purpose::Requeue { owner } => self.requeue_settled(_now, owner),
+            Purpose::Requeue { owner } => self.requeue_settled(now, owner),
             Purpose::ExpireLease { .. }
             | Purpose::GetLeasedTask { .. }
             | Purpose::RequeueLeased { .. }
@@ -294,12 +294,8 @@ impl Reclaimer {
                     self.jobs.remove(&owner);
                 }
             },
-            Purpose::Requeue { owner } => {
-                if let StoreReply::Written { .. } = reply {
-                    // Event emitted when sent; nothing more to learn.
-                }
-                self.requeue_settled(now, owner);
-            }
+            // Written or refused, the next listing shows what is left.
+            Purpose::Requeue { owner } => self.requeue_settled(now, owner),
             Purpose::DeleteMember { owner } => {
                 self.jobs.remove(&owner);
                 if let StoreReply::Deleted = reply {

@@ -442,7 +442,7 @@ impl FaultInjector {
         }
     }
 
-    fn rng(per_node: &mut [ChaCha8Rng], _streams: &RngStreams, node: NodeId) -> usize {
+    fn rng(per_node: &[ChaCha8Rng], node: NodeId) -> usize {
         assert!(
             node.index() < per_node.len(),
             "unregistered node {}",
@@ -463,14 +463,12 @@ impl FaultInjector {
         match &mut self.mode {
             Mode::Plan { steps, .. } => steps.remove(&(node, node_step)),
             Mode::Generate {
-                rates,
-                per_node,
-                streams,
+                rates, per_node, ..
             } => {
                 if !in_phase {
                     return None;
                 }
-                let i = Self::rng(per_node, streams, node);
+                let i = Self::rng(per_node, node);
                 let rng = &mut per_node[i];
                 // Always draw the same number of values per step, so that
                 // one fault's presence does not shift the next one's dice.
@@ -513,10 +511,8 @@ impl FaultInjector {
     pub fn outputs_before(&mut self, node: NodeId, of: u32, inclusive: bool) -> u32 {
         match &mut self.mode {
             Mode::Plan { .. } => unreachable!("plans carry the count"),
-            Mode::Generate {
-                per_node, streams, ..
-            } => {
-                let i = Self::rng(per_node, streams, node);
+            Mode::Generate { per_node, .. } => {
+                let i = Self::rng(per_node, node);
                 let hi = if inclusive { of } else { of.saturating_sub(1) };
                 per_node[i].random_range(0..=hi)
             }
