@@ -318,6 +318,27 @@ fn check_range<T: PartialOrd + std::fmt::Display + Copy>(
     Ok(())
 }
 
+/// The widest range of milliseconds a per-step or per-message draw can
+/// cover: it is drawn in microseconds from 32 random bits.
+pub const MAX_DRAWN_SPAN_MS: u64 = (1 << 32) / 1_000 - 1;
+
+/// A range drawn per step or per message: ordered, and at most
+/// [`MAX_DRAWN_SPAN_MS`] wide.
+fn check_drawn_range(field: &str, r: Range<u64>) -> Result<(), ScenarioError> {
+    check_range(field, r)?;
+    if r[1] - r[0] > MAX_DRAWN_SPAN_MS {
+        return err(
+            field.into(),
+            format!(
+                "[{}, {}] spans more than {MAX_DRAWN_SPAN_MS} ms (about 71 minutes), the widest \
+                 range drawn per step or message",
+                r[0], r[1]
+            ),
+        );
+    }
+    Ok(())
+}
+
 fn check_rate(field: &str, r: Range<f64>) -> Result<(), ScenarioError> {
     for p in r {
         if !(0.0..=600.0).contains(&p) || p.is_nan() {
@@ -355,7 +376,7 @@ impl FaultsSection {
                 format!("{phase} must end before limits.max_sim_time_ms {max_sim_time_ms}"),
             );
         }
-        check_range("faults.restart_delay_ms", self.restart_delay_ms)?;
+        check_drawn_range("faults.restart_delay_ms", self.restart_delay_ms)?;
         if self.restart_delay_ms[0] == 0 {
             return err(
                 "faults.restart_delay_ms".into(),
@@ -367,12 +388,24 @@ impl FaultsSection {
         }
         if let Some(p) = &self.pause {
             check_probability("faults.pause.per_step", p.per_step)?;
-            check_range("faults.pause.duration_ms", p.duration_ms)?;
+            check_drawn_range("faults.pause.duration_ms", p.duration_ms)?;
         }
         if let Some(c) = &self.clock {
             check_range("faults.clock.skew_ms", c.skew_ms)?;
             check_range("faults.clock.drift_ppm", c.drift_ppm)?;
             check_probability("faults.clock.jump_per_step", c.jump_per_step)?;
+            // Jumps are drawn from [-max, max].
+            if c.jump_ms_max > MAX_DRAWN_SPAN_MS / 2 {
+                return err(
+                    "faults.clock.jump_ms_max".into(),
+                    format!(
+                        "{} ms is over {} ms: jumps either way must fit the widest range \
+                         drawn per step",
+                        c.jump_ms_max,
+                        MAX_DRAWN_SPAN_MS / 2
+                    ),
+                );
+            }
             if c.drift_ppm[1] >= 100_000 {
                 return err(
                     "faults.clock.drift_ppm".into(),
@@ -384,7 +417,7 @@ impl FaultsSection {
             check_probability("faults.network.loss", n.loss)?;
             check_probability("faults.network.duplicate", n.duplicate)?;
             check_probability("faults.network.delay", n.delay)?;
-            check_range("faults.network.delay_ms", n.delay_ms)?;
+            check_drawn_range("faults.network.delay_ms", n.delay_ms)?;
             check_rate(
                 "faults.network.partitions_per_minute",
                 n.partitions_per_minute,
@@ -405,13 +438,13 @@ impl FaultsSection {
             check_share("faults.store.timeout_share", s.timeout_share)?;
             check_probability("faults.store.failure", s.failure)?;
             check_probability("faults.store.slow", s.slow)?;
-            check_range("faults.store.slow_ms", s.slow_ms)?;
+            check_drawn_range("faults.store.slow_ms", s.slow_ms)?;
             check_probability("faults.store.ambiguous", s.ambiguous)?;
         }
         if let Some(s) = &self.services {
             check_probability("faults.services.failure", s.failure)?;
             check_probability("faults.services.slow", s.slow)?;
-            check_range("faults.services.slow_ms", s.slow_ms)?;
+            check_drawn_range("faults.services.slow_ms", s.slow_ms)?;
             check_probability("faults.services.ambiguous", s.ambiguous)?;
             check_probability("faults.services.hang", s.hang)?;
         }

@@ -13,7 +13,7 @@
 //! node's message counter, leg), scheduled faults by simulated time.
 
 use crate::node::NodeId;
-use crate::rng::{Concern, RngStreams};
+use crate::rng::{Concern, RngStreams, halves, in_range, in_range_i64, ppm_roll};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -327,10 +327,6 @@ pub struct FaultInjector {
     scheduled: Vec<Fault>,
 }
 
-fn draw(rng: &mut ChaCha8Rng, ppm: u32) -> bool {
-    ppm > 0 && rng.random_range(0..PPM) < ppm
-}
-
 impl FaultInjector {
     pub fn new(source: FaultSource, fault_phase_end_us: u64, streams: RngStreams) -> FaultInjector {
         match source {
@@ -470,18 +466,26 @@ impl FaultInjector {
                 }
                 let i = Self::rng(per_node, node);
                 let rng = &mut per_node[i];
-                // Always draw the same number of values per step, so that
-                // one fault's presence does not shift the next one's dice.
-                let crash = draw(rng, rates.crash_ppm);
-                let before_input = draw(rng, rates.crash_before_input_ppm);
-                let restart_after_us =
-                    rng.random_range(rates.restart_delay_us_min..=rates.restart_delay_us_max);
-                let pause = draw(rng, rates.pause_ppm);
-                let pause_us = rng.random_range(rates.pause_us_min..=rates.pause_us_max);
-                let jump = draw(rng, rates.clock_jump_ppm);
-                let jump_us = rng.random_range(-rates.clock_jump_us_max..=rates.clock_jump_us_max);
-                if crash && targets.crashable {
-                    Some(if before_input {
+                // One draw per step: a roll split into bands (at most one
+                // fault per step) and 32 bits for the fault's size. A hit
+                // draws once more, whatever the targets: how much of the
+                // stream a step uses depends on the stream alone.
+                let (roll, size) = halves(rng.random::<u64>());
+                let roll = ppm_roll(roll);
+                let crash_end = rates.crash_ppm;
+                let pause_end = crash_end.saturating_add(rates.pause_ppm);
+                let jump_end = pause_end.saturating_add(rates.clock_jump_ppm);
+                if roll >= jump_end {
+                    return None;
+                }
+                let (extra, _) = halves(rng.random::<u64>());
+                if roll < crash_end {
+                    if !targets.crashable {
+                        return None;
+                    }
+                    let restart_after_us =
+                        in_range(size, rates.restart_delay_us_min, rates.restart_delay_us_max);
+                    Some(if ppm_roll(extra) < rates.crash_before_input_ppm {
                         StepFault::CrashBeforeInput { restart_after_us }
                     } else {
                         StepFault::CrashBetweenOutputs {
@@ -489,17 +493,21 @@ impl FaultInjector {
                             restart_after_us,
                         }
                     })
-                } else if pause && targets.pausable {
+                } else if roll < pause_end {
+                    if !targets.pausable {
+                        return None;
+                    }
+                    let pause_us = in_range(size, rates.pause_us_min, rates.pause_us_max);
                     // A pause never outlives the fault phase: nodes wake by the heal.
                     let duration_us = pause_us.min(self.fault_phase_end_us - now_us).max(1);
                     Some(StepFault::Pause {
                         after_outputs: None,
                         duration_us,
                     })
-                } else if jump && jump_us != 0 {
-                    Some(StepFault::ClockJump { delta_us: jump_us })
                 } else {
-                    None
+                    let jump_us =
+                        in_range_i64(size, -rates.clock_jump_us_max, rates.clock_jump_us_max);
+                    (jump_us != 0).then_some(StepFault::ClockJump { delta_us: jump_us })
                 }
             }
         }
@@ -537,8 +545,10 @@ impl FaultInjector {
                     return None;
                 }
                 let r = rates.legs[leg.index()];
-                let roll = rng.random_range(0..PPM);
-                let extra_us = rng.random_range(r.delay_us_min..=r.delay_us_max);
+                // One draw per message and leg: the roll and the extra delay.
+                let (roll, extra) = halves(rng.random::<u64>());
+                let roll = ppm_roll(roll);
+                let extra_us = in_range(extra, r.delay_us_min, r.delay_us_max);
                 // One roll, split into bands: at most one fault per message.
                 let mut band = 0u32;
                 let mut hit = |ppm: u32| {
