@@ -136,7 +136,7 @@ pub fn liveness_bound(scn: &ValidScenario) -> LivenessBound {
             + s.faults.restart_delay_ms_max()
             + late_reply_ms(s)
             + 2 * p.store_timeout_ms,
-        per_task_ms: p.poll_interval_ms
+        per_task_ms: p.idle_poll_max_ms()
             + 2 * p.store_timeout_ms
             + steps * (p.effect_timeout_ms + p.store_timeout_ms + p.retry_backoff_ms),
         capacity: s.fleet.workers * s.fleet.slots_per_worker,

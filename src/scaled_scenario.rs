@@ -7,6 +7,11 @@
 //!
 //! - tasks: 100 per worker, arriving over the first 50 simulated minutes;
 //!   faults stop at 50 minutes, the run ends by 60.
+//! - idle polling backs off: `idle_poll_max_ms` is [`IDLE_POLL_MAX_MS`].
+//!   10,000 idle workers polling every second are 10,000 index scans a
+//!   second on one store, and every new task is raced for by every worker
+//!   that polled in the few milliseconds it was pending; a fleet that size
+//!   would back off, and the work per task should not grow with the fleet.
 //! - fault rates: every per-step and per-message rate is divided by
 //!   [`FAULT_RATE_DIVISOR`]. At friday-rush's rates a 10,000-worker hour
 //!   injects millions of faults, over the simulator's bound of
@@ -24,9 +29,10 @@ pub const TASKS_PER_WORKER: u32 = 100;
 pub const ARRIVAL_WINDOW_MS: u64 = 50 * 60_000;
 pub const SIM_TIME_MS: u64 = 60 * 60_000;
 pub const FAULT_RATE_DIVISOR: f64 = 20.0;
+/// Idle workers wait up to this long between empty polls.
+pub const IDLE_POLL_MAX_MS: u64 = 8_000;
 /// The default bound of 200 million events is too low for an hour of 10,000
-/// workers (about 500 million: every idle worker polls each second, and a
-/// new task draws a herd of claims).
+/// workers (about 125 million events with idle backoff, 443 million without).
 pub const MAX_EVENTS: u64 = 2_000_000_000;
 
 fn scaled(r: &mut Range<f64>) {
@@ -49,6 +55,7 @@ pub fn one_hour_fleet(workers: u32) -> Result<ValidScenario, ScenarioError> {
          per-step and per-message fault rates divided by {FAULT_RATE_DIVISOR}."
     );
     s.fleet.workers = workers;
+    s.protocol.idle_poll_max_ms = Some(IDLE_POLL_MAX_MS);
     s.tasks.count = tasks;
     s.tasks.arrival_window_ms = ARRIVAL_WINDOW_MS;
     s.faults.fault_phase_ms = ARRIVAL_WINDOW_MS;
@@ -93,6 +100,7 @@ pub fn one_hour_fleet(workers: u32) -> Result<ValidScenario, ScenarioError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::ProtocolSection;
 
     #[test]
     fn sizes_validate_and_keep_the_base_protocol() {
@@ -101,7 +109,12 @@ mod tests {
             let s = one_hour_fleet(workers).unwrap();
             assert_eq!(s.scenario.fleet.workers, workers);
             assert_eq!(s.scenario.tasks.count, workers * TASKS_PER_WORKER);
-            assert_eq!(s.scenario.protocol, base.scenario.protocol);
+            assert_eq!(s.scenario.protocol.idle_poll_max_ms, Some(IDLE_POLL_MAX_MS));
+            let protocol = ProtocolSection {
+                idle_poll_max_ms: None,
+                ..s.scenario.protocol.clone()
+            };
+            assert_eq!(protocol, base.scenario.protocol);
             assert_eq!(s.scenario.services, base.scenario.services);
             // The source is the scenario itself: a trace of it replays.
             assert_eq!(Scenario::parse(&s.source).unwrap().scenario, s.scenario);

@@ -72,6 +72,10 @@ pub struct ProtocolSection {
     pub lease_timeout_ms: u64,
     pub scan_interval_ms: u64,
     pub poll_interval_ms: u64,
+    /// The longest wait between polls of an idle worker that keeps finding
+    /// nothing (doubling from `poll_interval_ms`). Default: no backoff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_poll_max_ms: Option<u64>,
     pub store_timeout_ms: u64,
     pub effect_timeout_ms: u64,
     pub retry_backoff_ms: u64,
@@ -84,6 +88,13 @@ pub struct ProtocolSection {
     /// `"task"` (one lease document per running task).
     #[serde(default)]
     pub heartbeat_mode: HeartbeatMode,
+}
+
+impl ProtocolSection {
+    /// The idle-poll cap in effect: `poll_interval_ms` unless set.
+    pub fn idle_poll_max_ms(&self) -> u64 {
+        self.idle_poll_max_ms.unwrap_or(self.poll_interval_ms)
+    }
 }
 
 fn default_lease_timeout_ms() -> u64 {
@@ -261,6 +272,17 @@ impl Scenario {
                 ),
             );
         }
+        if s.network.latency_ms_max - s.network.latency_ms_min
+            > crate::fault_model::MAX_DRAWN_SPAN_MS
+        {
+            return bad(
+                "network.latency_ms_max",
+                format!(
+                    "latencies span more than {} ms, the widest range drawn per message",
+                    crate::fault_model::MAX_DRAWN_SPAN_MS
+                ),
+            );
+        }
         if s.services.is_empty() || s.services.len() > MAX_SERVICES {
             return bad(
                 "services",
@@ -415,6 +437,7 @@ impl Scenario {
             default_lease_timeout_ms: p.default_lease_timeout_ms,
             scan_interval_ms: p.scan_interval_ms,
             poll_interval_ms: p.poll_interval_ms,
+            idle_poll_max_ms: p.idle_poll_max_ms(),
             store_timeout_ms: p.store_timeout_ms,
             effect_timeout_ms: p.effect_timeout_ms,
             retry_backoff_ms: p.retry_backoff_ms,

@@ -410,6 +410,7 @@ impl ScenarioParams {
                 lease_timeout_ms,
                 scan_interval_ms: self.scan_interval_ms,
                 poll_interval_ms: self.poll_interval_ms,
+                idle_poll_max_ms: None,
                 store_timeout_ms,
                 effect_timeout_ms: slowest_call_ms + 1 + self.effect_timeout_extra_ms,
                 retry_backoff_ms: self.retry_backoff_ms,

@@ -246,6 +246,25 @@ fn malformed_scenarios_name_the_field() {
         "faults.clock.drift_ppm",
     );
     assert_bad_input(
+        &run_path(&edited("idle.json", |v| {
+            v["protocol"]["idle_poll_max_ms"] = 500.into()
+        })),
+        "protocol.idle_poll_max_ms",
+    );
+    // Drawn per step in microseconds from 32 bits: at most ~71 minutes wide.
+    assert_bad_input(
+        &run_path(&edited("wide.json", |v| {
+            v["faults"]["pause"]["duration_ms"] = serde_json::json!([1000, 5000000])
+        })),
+        "faults.pause.duration_ms",
+    );
+    assert_bad_input(
+        &run_path(&edited("jump.json", |v| {
+            v["faults"]["clock"]["jump_ms_max"] = 3000000.into()
+        })),
+        "faults.clock.jump_ms_max",
+    );
+    assert_bad_input(
         &run_path(&edited("ghost.json", |v| {
             v["faults"]["scheduled"] =
                 serde_json::json!([{"kind": "crash", "at_ms": 1000, "node": "worker-99"}]);

@@ -28,6 +28,7 @@ pub fn protocol(
         lease_timeout_ms,
         scan_interval_ms,
         poll_interval_ms: 1_000,
+        idle_poll_max_ms: None,
         store_timeout_ms: 1_000,
         effect_timeout_ms,
         retry_backoff_ms: 200,

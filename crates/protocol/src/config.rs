@@ -40,6 +40,11 @@ pub struct ProtocolConfig {
     pub scan_interval_ms: u64,
     /// An idle worker looks for pending tasks this often.
     pub poll_interval_ms: u64,
+    /// After each poll that finds nothing, an idle worker doubles its wait,
+    /// up to this; work found resets it to `poll_interval_ms`. Equal to
+    /// `poll_interval_ms`: no backoff. A large idle fleet polling a shared
+    /// store every second is itself a load (and a herd on every new task).
+    pub idle_poll_max_ms: u64,
     /// A store request without a reply by then has an unknown outcome.
     pub store_timeout_ms: u64,
     /// An effect call without a reply by then is retried (same key).
@@ -108,6 +113,15 @@ impl ProtocolConfig {
             if value == 0 {
                 return err(field, "must be greater than 0".into());
             }
+        }
+        if self.idle_poll_max_ms < self.poll_interval_ms {
+            return err(
+                "idle_poll_max_ms",
+                format!(
+                    "{} ms is below poll_interval_ms ({} ms); backoff only lengthens the wait",
+                    self.idle_poll_max_ms, self.poll_interval_ms
+                ),
+            );
         }
         if self.max_clock_drift_ppm >= 100_000 {
             return err(

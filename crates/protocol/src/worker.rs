@@ -123,6 +123,13 @@ pub struct Worker {
     polling: bool,
     next_poll_at: Instant,
     claim_retries: u32,
+    /// Candidates the last poll saw: how many claims may race at once
+    /// before a conflict means "nothing left for us" rather than "try the
+    /// next one".
+    last_poll_candidates: u32,
+    /// The wait after the next empty poll: doubles per empty poll from
+    /// `poll_interval_ms` up to `idle_poll_max_ms`.
+    idle_poll_ms: u64,
     retry_register_at: Option<Instant>,
     /// Send time of our first registration attempt: if a retry conflicts
     /// with an earlier attempt that landed, the lease counts from here.
@@ -143,6 +150,7 @@ impl Worker {
     pub fn new(cfg: Arc<ProtocolConfig>, me: Owner) -> Worker {
         debug_assert!(cfg.validate().is_ok());
         assert!(me.incarnation > 0, "incarnations start at 1");
+        let poll_interval_ms = cfg.poll_interval_ms;
         let me = if cfg.variant == Variant::ReusedIdentity {
             // Planted bug: every incarnation calls itself the first one.
             Owner {
@@ -164,6 +172,8 @@ impl Worker {
             polling: false,
             next_poll_at: Instant::ZERO,
             claim_retries: 0,
+            last_poll_candidates: 0,
+            idle_poll_ms: poll_interval_ms,
             retry_register_at: None,
             first_register_at: None,
             runs: SortedVecMap::new(),
@@ -437,6 +447,18 @@ impl Worker {
         );
     }
 
+    /// Nothing for us this time (an empty poll, or every race lost): wait,
+    /// and wait twice as long next time, up to `idle_poll_max_ms`. Only work
+    /// won resets the wait: a task seen but lost to another worker says
+    /// nothing about a backlog.
+    fn poll_idle(&mut self, now: Instant) {
+        assert!(self.idle_poll_ms >= self.cfg.poll_interval_ms);
+        assert!(self.idle_poll_ms <= self.cfg.idle_poll_max_ms);
+        self.polling = false;
+        self.next_poll_at = now.plus_ms(self.idle_poll_ms);
+        self.idle_poll_ms = (self.idle_poll_ms * 2).min(self.cfg.idle_poll_max_ms);
+    }
+
     fn poll_later(&mut self, now: Instant) {
         self.polling = false;
         self.next_poll_at = now.plus_ms(self.cfg.poll_interval_ms);
@@ -641,7 +663,13 @@ impl Worker {
                     .is_some_and(|t| t.state == TaskState::Pending)
         };
         let candidates = docs.iter().filter(is_candidate).count();
-        if candidates == 0 || self.free_slots() == 0 {
+        assert!(candidates <= POLL_BATCH as usize, "a poll reads one page");
+        self.last_poll_candidates = candidates as u32;
+        if candidates == 0 {
+            self.poll_idle(now);
+            return;
+        }
+        if self.free_slots() == 0 {
             self.poll_later(now);
             return;
         }
@@ -751,6 +779,7 @@ impl Worker {
         match reply {
             StoreReply::Written { version } => {
                 self.claim_retries = 0;
+                self.idle_poll_ms = self.cfg.poll_interval_ms;
                 self.start_run(now, task, claimed, version);
                 self.polling = false;
                 self.next_poll_at = now;
@@ -761,6 +790,7 @@ impl Worker {
                     && self.variant() != Variant::ClaimAckLost =>
             {
                 self.claim_retries = 0;
+                self.idle_poll_ms = self.cfg.poll_interval_ms;
                 let mine = self.my_claim(&doc, claimed.epoch).expect("checked");
                 self.start_run(now, task, mine, doc.version);
                 self.polling = false;
@@ -768,12 +798,18 @@ impl Worker {
             }
             StoreReply::Conflict { .. } => {
                 self.claim_retries += 1;
-                if self.claim_retries < MAX_CLAIM_RETRIES {
+                // Retry at once only while the last poll showed more
+                // candidates than we have lost: with one pending task and a
+                // large idle fleet, every loser re-polling at once is a
+                // thundering herd (each new task drew a cascade of claims).
+                if self.claim_retries < MAX_CLAIM_RETRIES
+                    && self.claim_retries < self.last_poll_candidates
+                {
                     self.polling = false;
                     self.next_poll_at = now;
                 } else {
                     self.claim_retries = 0;
-                    self.poll_later(now);
+                    self.poll_idle(now);
                 }
             }
             _ => self.poll_later(now),
