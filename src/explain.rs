@@ -281,6 +281,22 @@ impl Observer<DocKey, DocValue, LeaseEvent> for Teller<'_> {
                             task.0
                         )
                     }
+                    LeaseEvent::TaskLeaseExpired { task, owner, epoch }
+                        if self.tasks.contains(&task.0) =>
+                    {
+                        format!(
+                            "{who} finds the lease of {owner} on task {} (epoch {epoch}) expired and marks it dead",
+                            task.0
+                        )
+                    }
+                    LeaseEvent::ClaimVoided { task, owner, epoch }
+                        if self.tasks.contains(&task.0) =>
+                    {
+                        format!(
+                            "{who} voids any claim of {owner} on task {} still in flight: the task stays pending, now at epoch {epoch}",
+                            task.0
+                        )
+                    }
                     _ => return,
                 };
                 self.say(record.time_us, text);

@@ -8,27 +8,13 @@ use leasehold::{Scenario, ValidScenario};
 use leasehold_check::Invariant;
 use leasehold_protocol::{HeartbeatMode, Variant};
 
-/// friday-rush with worker crashes only: task heartbeat mode is verified
-/// under crashes and restarts; the full swarm fault model (message loss,
-/// partitions, pauses) is exercised on worker mode.
+/// friday-rush with its own, full swarm fault model (crashes, restarts,
+/// pauses, clock drift and jumps, message loss, duplicates and delays,
+/// partitions, store outages and ambiguous writes, service faults), in the
+/// given heartbeat mode.
 fn friday_rush_in(mode: HeartbeatMode) -> ValidScenario {
     let mut scenario = scenario("friday-rush").scenario;
     scenario.protocol.heartbeat_mode = mode;
-    scenario.faults = leasehold::fault_model::FaultsSection {
-        swarm: false,
-        crash: Some(leasehold::fault_model::CrashFaults {
-            per_step: [0.002, 0.002],
-            reclaimers: true,
-        }),
-        pause: None,
-        clock: None,
-        network: None,
-        store: None,
-        services: None,
-        restarts: None,
-        scheduled: Vec::new(),
-        ..scenario.faults
-    };
     let source = serde_json::to_string_pretty(&scenario).unwrap();
     scenario.validate(source).expect("still valid")
 }
@@ -61,8 +47,12 @@ fn heartbeat_mode_defaults_to_worker_and_rejects_unknown_modes() {
     assert!(err.message.contains("`worker`"), "{err}");
 }
 
+/// 300 seeds of friday-rush in task mode under the full fault model. Before
+/// the task-mode fixes (a worker deleted a lease it had given up; a reclaimer
+/// deleted a dead lease while a claim under it could still land) about 3% of
+/// these seeds lost a task: this sweep fails on those protocols.
 #[test]
-fn task_mode_passes_300_friday_rush_seeds() {
+fn task_mode_passes_300_friday_rush_seeds_under_every_fault() {
     let scn = friday_rush_in(HeartbeatMode::Task);
     let outcomes = run_seeds(&scn, 1..=300, Variant::Correct);
     let failed: Vec<_> = outcomes
@@ -72,15 +62,70 @@ fn task_mode_passes_300_friday_rush_seeds() {
         .collect();
     assert!(failed.is_empty(), "task mode failed: {failed:?}");
     assert!(outcomes.iter().all(|o| o.tasks_done == o.tasks_total));
-    let faults: u64 = outcomes
-        .iter()
-        .map(|o| o.stats.as_ref().unwrap().faults)
-        .sum();
-    assert!(faults > 3_000, "only {faults} faults over 300 seeds");
-    // Leases were really reclaimed, and no member documents were written.
+    // The faults the races need really happened, on many seeds.
+    let mut kinds = std::collections::BTreeMap::<&str, u64>::new();
+    for o in &outcomes {
+        for (kind, count) in &o.fault_kinds {
+            *kinds.entry(kind).or_insert(0) += count;
+        }
+    }
+    for kind in [
+        "crash",
+        "pause",
+        "clock_jump",
+        "message_loss",
+        "message_duplicate",
+        "message_delay",
+        "partition",
+        "partition_one_way",
+        "store_outage",
+        "store_ambiguous_write",
+    ] {
+        assert!(
+            kinds.get(kind).is_some_and(|&n| n >= 50),
+            "only {:?} {kind} faults over 300 seeds: {kinds:?}",
+            kinds.get(kind)
+        );
+    }
+    // Leases were really expired, reclaimed and deleted; no worker heartbeat
+    // document was ever reclaimed.
     let expired: u64 = outcomes.iter().map(|o| o.load.mark_dead_writes).sum();
     let requeued: u64 = outcomes.iter().map(|o| o.load.requeues).sum();
-    assert!(expired > 500 && requeued > 500, "{expired} {requeued}");
+    let deleted: u64 = outcomes.iter().map(|o| o.load.lease_deletes).sum();
+    assert!(
+        expired > 500 && requeued > 500 && deleted > 500,
+        "{expired} {requeued} {deleted}"
+    );
+    let members: u64 = outcomes.iter().map(|o| o.load.member_deletes).sum();
+    assert_eq!(members, 0, "task mode deleted member documents");
+}
+
+/// Every other shipped scenario in task mode, with its own fault model. Before
+/// the task-mode fixes ml-batch lost a task on 6% of its seeds and
+/// gc-pause-zombie on 2%.
+#[test]
+fn task_mode_passes_every_shipped_scenario() {
+    let mut checked = 0;
+    for (name, scn) in all_scenarios() {
+        if !scn.scenario.expected_violations.is_empty() || name == "friday-rush" {
+            continue;
+        }
+        let mut scenario = scn.scenario;
+        scenario.protocol.heartbeat_mode = HeartbeatMode::Task;
+        let source = serde_json::to_string_pretty(&scenario).unwrap();
+        let scn = scenario.validate(source).expect("still valid");
+        for o in run_seeds(&scn, 1..=100, Variant::Correct) {
+            assert!(
+                o.ok(),
+                "task mode failed {name} seed {}: {:?}",
+                o.seed,
+                o.violations.first()
+            );
+            assert_eq!(o.tasks_done, o.tasks_total, "{name} seed {}", o.seed);
+        }
+        checked += 1;
+    }
+    assert!(checked >= 12, "only {checked} scenarios checked");
 }
 
 #[test]

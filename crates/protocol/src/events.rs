@@ -55,4 +55,12 @@ pub enum LeaseEvent {
         owner: Owner,
         epoch: u64,
     },
+    /// Task heartbeat mode: the lease on `task` died before its claim was
+    /// seen; a reclaimer moved the pending task to `epoch` so that claim, if
+    /// still in flight, can never land.
+    ClaimVoided {
+        task: TaskId,
+        owner: Owner,
+        epoch: u64,
+    },
 }

@@ -141,6 +141,11 @@ pub struct Worker {
     lease_creates: std::collections::BTreeSet<TaskId>,
     /// Task heartbeat mode: the lease held on each task being claimed or run.
     leases: std::collections::BTreeMap<TaskId, task_lease::TaskLease>,
+    /// Task mode: leases released (task done, or claim settled without a
+    /// run) while a renewal was in flight; the renewal's reply deletes them.
+    /// A lease given up by `abandon` is never here: its task may still run
+    /// under it in the store, so only a reclaimer may settle it.
+    releasing: std::collections::BTreeSet<TaskId>,
     out: Outbox<Purpose>,
     /// Wall-clock reading at the current input: stamps documents, nothing more.
     wall_ms: u64,
@@ -180,6 +185,7 @@ impl Worker {
             doubtful: SortedVecMap::new(),
             lease_creates: std::collections::BTreeSet::new(),
             leases: std::collections::BTreeMap::new(),
+            releasing: std::collections::BTreeSet::new(),
             out: Outbox::new(),
             wall_ms: 0,
         }
@@ -346,6 +352,7 @@ impl Worker {
         self.runs.clear();
         self.doubtful.clear();
         self.lease_creates.clear();
+        self.releasing.clear();
         self.out.clear_pending();
         self.phase = Phase::Stopped;
         self.out.exit();
@@ -980,8 +987,10 @@ impl Worker {
     }
 
     fn abandon(&mut self, task: TaskId) {
-        // Task mode: stop renewing; the reclaimer settles the lease.
+        // Task mode: stop renewing and never delete: the task may still run
+        // under this lease in the store; the reclaimer settles both.
         self.leases.remove(&task);
+        self.releasing.remove(&task);
         if let Some(run) = self.runs.remove(&task) {
             self.out.event(LeaseEvent::Abandoned {
                 task,

@@ -166,6 +166,42 @@ impl Reclaimer {
             .store(op, Purpose::RequeueLeased { task }, self.deadline(now));
     }
 
+    /// Re-write a pending task at a new epoch, conditional on the version
+    /// read: any claim still in flight under a dead lease expects an older
+    /// version, so it conflicts wherever it lands. Same reply handling as a
+    /// re-queue: on success the lease is deleted, on conflict the next scan
+    /// re-reads the task.
+    fn void_claim(
+        &mut self,
+        now: Instant,
+        task: TaskId,
+        doc: &Document<DocKey, DocValue>,
+        t: TaskDoc,
+    ) {
+        let lease = self.leases.jobs[&task].lease;
+        assert!(
+            t.state == TaskState::Pending && t.epoch < lease.epoch,
+            "only a claim that has not landed is voided"
+        );
+        let voided = TaskDoc {
+            epoch: t.epoch + 1,
+            ..t
+        };
+        let op = StoreRequest::PutIfVersion {
+            key: doc.key,
+            expected: doc.version,
+            value: DocValue::Task(voided),
+            index: voided.index_key(task),
+        };
+        self.out.event(LeaseEvent::ClaimVoided {
+            task,
+            owner: lease.owner,
+            epoch: voided.epoch,
+        });
+        self.out
+            .store(op, Purpose::RequeueLeased { task }, self.deadline(now));
+    }
+
     fn delete_lease(&mut self, now: Instant, task: TaskId) {
         let expected = self.leases.jobs[&task].dead_version;
         let op = StoreRequest::DeleteIfVersion {
@@ -219,22 +255,34 @@ impl Reclaimer {
                     return;
                 };
                 let lease = self.leases.jobs[&task].lease;
-                let still_running = doc
-                    .as_ref()
-                    .and_then(|d| d.value.as_task())
-                    .is_some_and(|t| {
-                        t.state == TaskState::Running
+                let current = doc.as_ref().and_then(|d| d.value.as_task().copied());
+                match (doc, current) {
+                    (Some(doc), Some(t))
+                        if t.state == TaskState::Running
                             && t.owner == Some(lease.owner)
-                            && t.epoch == lease.epoch
-                    });
-                match doc {
-                    Some(doc) if still_running => self.requeue_leased(now, task, &doc),
-                    // Done, re-queued already, or never claimed under this
-                    // lease (and never will be: the claim is sent only while
-                    // the lease is alive): nothing left but the lease itself.
+                            && t.epoch == lease.epoch =>
+                    {
+                        self.requeue_leased(now, task, &doc)
+                    }
+                    // Not claimed under this lease yet, but a claim sent
+                    // while the lease was alive may still be on its way (a
+                    // paused sender holds it, the network delays it): move
+                    // the task to a new version first, so that claim's
+                    // condition can never hold, and only then let the lease
+                    // go. Deleting the lease now would leave a claim that
+                    // lands later running with no lease for anyone to find.
+                    (Some(doc), Some(t))
+                        if t.state == TaskState::Pending && t.epoch < lease.epoch =>
+                    {
+                        self.void_claim(now, task, &doc, t)
+                    }
+                    // Done, or moved past this lease's epoch (re-queued,
+                    // re-claimed, voided): no claim under this lease can land
+                    // any more; nothing left but the lease itself.
                     _ => self.delete_lease(now, task),
                 }
             }
+            // A re-queue or a voided claim.
             Purpose::RequeueLeased { task } => match reply {
                 StoreReply::Written { .. } => self.delete_lease(now, task),
                 // The task moved meanwhile: the next scan re-reads it.

@@ -106,6 +106,7 @@ impl Worker {
         };
         if lease.renew_in_flight {
             // The version is about to change; the renewal's reply releases it.
+            self.releasing.insert(task);
             return;
         }
         self.delete_task_lease(now, task, lease.version);
@@ -186,6 +187,9 @@ impl Worker {
                 self.poll_later(now)
             }
             Purpose::LeaseRenew { task, epoch, .. } => {
+                // A released lease whose last renewal is lost stays behind;
+                // the reclaimer expires it and finds nothing left to do.
+                self.releasing.remove(&task);
                 if let Some(lease) = self.leases.get_mut(&task)
                     && lease.epoch == epoch
                 {
@@ -245,8 +249,14 @@ impl Worker {
                 sent_at,
             } => {
                 let Some(lease) = self.leases.get_mut(&task).filter(|l| l.epoch == epoch) else {
-                    // Released (or given up) while this renewal was in flight.
-                    if let StoreReply::Written { version } = reply
+                    // Released or given up while this renewal was in flight.
+                    // Only a released lease may be deleted: a lease given up
+                    // (self-fenced) may still cover a task running under us
+                    // in the store, and deleting it would hide that task
+                    // from every reclaimer for good.
+                    let released = self.releasing.remove(&task);
+                    if released
+                        && let StoreReply::Written { version } = reply
                         && !self.leases.contains_key(&task)
                         && !self.runs.contains_key(&task)
                     {
