@@ -6,11 +6,11 @@
 //! reclaimers, steps, fault phase). A candidate is kept if it still violates
 //! the same invariant. Delta debugging (Zeller's ddmin) over the plan.
 
-use crate::run::{RunOutcome, simulate, simulate_with_plan};
+use crate::run::{RunOutcome, simulate, simulate_timed, simulate_with_plan};
 use crate::scenario::{Scenario, ValidScenario};
 use leasehold_check::Invariant;
 use leasehold_protocol::Variant;
-use leasehold_sim::{Fault, FaultPlan, NodeId};
+use leasehold_sim::{Fault, FaultPlan, NodeId, TimedFault};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
@@ -109,6 +109,8 @@ struct Shrinker {
     invariant: Invariant,
     scenario: Scenario,
     plan: FaultPlan,
+    /// When each fault of `plan` struck (decided), for timed candidates.
+    times: Vec<u64>,
     best: RunOutcome,
     candidates: u64,
     limits: ShrinkLimits,
@@ -147,16 +149,14 @@ fn fault_node_mut(f: &mut Fault) -> Option<&mut NodeId> {
 /// `worker_map` (`None`: gone, with their faults), reclaimer positions by
 /// `reclaimer_map`; reclaimers always follow the workers.
 fn remap_plan(
-    plan: &FaultPlan,
+    plan: &[(Fault, u64)],
     workers: u32,
     new_workers: u32,
     worker_map: &dyn Fn(u32) -> Option<u32>,
     reclaimer_map: &dyn Fn(u32) -> Option<u32>,
-) -> FaultPlan {
-    let faults = plan
-        .faults
-        .iter()
-        .filter_map(|f| {
+) -> Vec<(Fault, u64)> {
+    plan.iter()
+        .filter_map(|(f, t)| {
             let mut f = *f;
             if let Some(node) = fault_node_mut(&mut f) {
                 *node = if node.0 < workers {
@@ -165,11 +165,19 @@ fn remap_plan(
                     NodeId(new_workers + reclaimer_map(node.0 - workers)?)
                 };
             }
-            Some(f)
+            Some((f, *t))
         })
-        .collect();
-    FaultPlan { faults }
+        .collect()
 }
+
+/// A candidate's faults, each with the time it struck in the run it came
+/// from.
+type Faults = Vec<(Fault, u64)>;
+
+/// How far from the time a fault struck a timed candidate may place it:
+/// `(before, after)` in microseconds, tried in order when the exact
+/// coordinates no longer reproduce the failure.
+const TIMED_WINDOWS_US: [(u64, u64); 1] = [(20_000, 2_000_000)];
 
 impl Shrinker {
     fn out_of_budget(&self) -> bool {
@@ -177,8 +185,35 @@ impl Shrinker {
             || self.started.elapsed() >= self.limits.time_budget
     }
 
-    /// Run a candidate; keep it if it still fails the same invariant.
-    fn try_candidate(&mut self, scenario: Scenario, plan: FaultPlan) -> bool {
+    /// The current plan with the times its faults struck.
+    fn faults(&self) -> Faults {
+        self.plan
+            .faults
+            .iter()
+            .copied()
+            .zip(self.times.iter().copied())
+            .collect()
+    }
+
+    fn keep(&mut self, scenario: Scenario, outcome: RunOutcome) -> bool {
+        if !outcome.invariants.contains(&self.invariant) {
+            return false;
+        }
+        // The faults as they struck: a fault that never found its step or
+        // message is gone, and every fault carries its ordinary coordinates.
+        self.scenario = scenario;
+        self.plan = outcome.plan.clone();
+        self.times = outcome.plan_decided_us.clone();
+        debug_assert_eq!(self.plan.len(), self.times.len());
+        self.best = outcome;
+        true
+    }
+
+    /// Run a candidate; keep it if it still fails the same invariant. The
+    /// faults are tried at their exact coordinates first, then placed by the
+    /// time they struck (removing a fault, a worker or a task shifts a node's
+    /// later step and message counters, so exact coordinates land elsewhere).
+    fn try_candidate(&mut self, scenario: Scenario, faults: Faults) -> bool {
         if self.out_of_budget() {
             return false;
         }
@@ -186,20 +221,39 @@ impl Shrinker {
             return false;
         };
         self.candidates += 1;
-        let outcome = simulate_with_plan(&valid, self.seed, self.variant, Some(plan.clone()), None);
-        if outcome.invariants.contains(&self.invariant) {
-            self.scenario = valid.scenario;
-            self.plan = plan;
-            self.best = outcome;
-            true
-        } else {
-            false
+        let plan = FaultPlan {
+            faults: faults.iter().map(|(f, _)| *f).collect(),
+        };
+        let outcome = simulate_with_plan(&valid, self.seed, self.variant, Some(plan), None);
+        if self.keep(valid.scenario.clone(), outcome) {
+            return true;
         }
+        if faults.is_empty() {
+            return false;
+        }
+        for (before, after) in TIMED_WINDOWS_US {
+            if self.out_of_budget() {
+                return false;
+            }
+            self.candidates += 1;
+            let timed = faults
+                .iter()
+                .map(|(fault, t)| TimedFault {
+                    fault: *fault,
+                    from_us: t.saturating_sub(before),
+                    to_us: t.saturating_add(after),
+                })
+                .collect();
+            let outcome = simulate_timed(&valid, self.seed, self.variant, timed, None);
+            if self.keep(valid.scenario.clone(), outcome) {
+                return true;
+            }
+        }
+        false
     }
 
     fn ddmin_plan(&mut self) {
-        let empty = FaultPlan::default();
-        if !self.plan.is_empty() && self.try_candidate(self.scenario.clone(), empty) {
+        if !self.plan.is_empty() && self.try_candidate(self.scenario.clone(), Vec::new()) {
             return;
         }
         let mut n = 2usize;
@@ -209,9 +263,9 @@ impl Shrinker {
             let mut reduced = false;
             for i in 0..n.min(len.div_ceil(chunk)) {
                 let (lo, hi) = (i * chunk, ((i + 1) * chunk).min(len));
-                let mut faults = self.plan.faults.clone();
+                let mut faults = self.faults();
                 faults.drain(lo..hi);
-                if self.try_candidate(self.scenario.clone(), FaultPlan { faults }) {
+                if self.try_candidate(self.scenario.clone(), faults) {
                     n = (n - 1).max(2);
                     reduced = true;
                     break;
@@ -227,10 +281,43 @@ impl Shrinker {
         // One more pass: each remaining fault alone.
         let mut i = 0;
         while i < self.plan.len() && self.plan.len() > 1 && !self.out_of_budget() {
-            let mut faults = self.plan.faults.clone();
+            let mut faults = self.faults();
             faults.remove(i);
-            if !self.try_candidate(self.scenario.clone(), FaultPlan { faults }) {
+            if !self.try_candidate(self.scenario.clone(), faults) {
                 i += 1;
+            }
+        }
+    }
+
+    /// Replace the plan by one of its faults, or two: delta debugging only
+    /// removes, and a failure that needs one fault at the right moment is
+    /// often kept alive by several others that merely keep the counters
+    /// aligned. Small plans only (pairs are quadratic).
+    fn small_subsets(&mut self) {
+        let len = self.plan.len();
+        if len <= 1 {
+            return;
+        }
+        let all = self.faults();
+        for i in 0..len {
+            if self.out_of_budget() {
+                return;
+            }
+            if self.try_candidate(self.scenario.clone(), vec![all[i]]) {
+                return;
+            }
+        }
+        if len <= 2 || len > 40 {
+            return;
+        }
+        for i in 0..len {
+            for j in i + 1..len {
+                if self.out_of_budget() {
+                    return;
+                }
+                if self.try_candidate(self.scenario.clone(), vec![all[i], all[j]]) {
+                    return;
+                }
             }
         }
     }
@@ -240,7 +327,7 @@ impl Shrinker {
         &mut self,
         get: fn(&Scenario) -> u32,
         min: u32,
-        apply: &dyn Fn(&Self, u32) -> (Scenario, FaultPlan),
+        apply: &dyn Fn(&Self, u32) -> (Scenario, Faults),
     ) {
         loop {
             let current = get(&self.scenario);
@@ -261,7 +348,7 @@ impl Shrinker {
 
     /// Keep only the workers (or reclaimers) at positions `keep`, with their
     /// identities, so each keeps its own random streams and behaviour.
-    fn with_subset(&self, keep: &[usize], reclaimers: bool) -> (Scenario, FaultPlan) {
+    fn with_subset(&self, keep: &[usize], reclaimers: bool) -> (Scenario, Faults) {
         let mut s = self.scenario.clone();
         let workers = s.fleet.workers;
         let position = |x: u32| keep.iter().position(|k| *k == x as usize).map(|i| i as u32);
@@ -270,17 +357,17 @@ impl Shrinker {
             let ids = s.fleet.reclaimer_ids();
             s.fleet.reclaimers = keep.len() as u32;
             s.fleet.reclaimer_ids = Some(keep.iter().map(|k| ids[*k]).collect());
-            remap_plan(&self.plan, workers, workers, &same, &position)
+            remap_plan(&self.faults(), workers, workers, &same, &position)
         } else {
             let ids = s.fleet.worker_ids();
             s.fleet.workers = keep.len() as u32;
             s.fleet.worker_ids = Some(keep.iter().map(|k| ids[*k]).collect());
-            remap_plan(&self.plan, workers, keep.len() as u32, &position, &same)
+            remap_plan(&self.faults(), workers, keep.len() as u32, &position, &same)
         };
         (s, plan)
     }
 
-    fn with_task_subset(&self, keep: &[usize]) -> (Scenario, FaultPlan) {
+    fn with_task_subset(&self, keep: &[usize]) -> (Scenario, Faults) {
         let mut s = self.scenario.clone();
         let current: Vec<u32> = s
             .tasks
@@ -288,7 +375,7 @@ impl Shrinker {
             .clone()
             .unwrap_or_else(|| (0..s.tasks.count).collect());
         s.tasks.only = Some(keep.iter().map(|k| current[*k]).collect());
-        (s, self.plan.clone())
+        (s, self.faults())
     }
 
     /// Delta debugging over which of `len` things (tasks, workers,
@@ -296,7 +383,7 @@ impl Shrinker {
     fn ddmin_positions(
         &mut self,
         len_of: fn(&Self) -> usize,
-        make: fn(&Self, &[usize]) -> (Scenario, FaultPlan),
+        make: fn(&Self, &[usize]) -> (Scenario, Faults),
     ) {
         let mut n = 2usize;
         while len_of(self) >= 2 && !self.out_of_budget() {
@@ -359,13 +446,13 @@ impl Shrinker {
         );
     }
 
-    fn with_page_size(&self, page: u32) -> (Scenario, FaultPlan) {
+    fn with_page_size(&self, page: u32) -> (Scenario, Faults) {
         let mut s = self.scenario.clone();
         s.protocol.scan_page_size = page;
-        (s, self.plan.clone())
+        (s, self.faults())
     }
 
-    fn with_steps(&self, steps: u32) -> (Scenario, FaultPlan) {
+    fn with_steps(&self, steps: u32) -> (Scenario, Faults) {
         let mut s = self.scenario.clone();
         let per_round = s.tasks.steps.len() as u32;
         if s.tasks.repeat_steps > 1 {
@@ -373,7 +460,7 @@ impl Shrinker {
         } else {
             s.tasks.steps.truncate(steps.max(1) as usize);
         }
-        (s, self.plan.clone())
+        (s, self.faults())
     }
 
     fn shorten_fault_phase(&mut self) {
@@ -383,7 +470,7 @@ impl Shrinker {
         let phase = (last_fault_ms + 1_000).min(s.faults.fault_phase_ms);
         if phase < s.faults.fault_phase_ms {
             s.faults.fault_phase_ms = phase;
-            self.try_candidate(s, self.plan.clone());
+            self.try_candidate(s, self.faults());
         }
     }
 }
@@ -471,20 +558,33 @@ pub fn shrink(
     };
     let invariant = first.invariant;
     let original = size_of(&scn.scenario, &outcome.plan, &outcome);
+    // Replay the drawn faults as a plan once: the same run, now with the
+    // time each fault struck.
+    let replayed = simulate_with_plan(scn, seed, variant, Some(outcome.plan.clone()), None);
     let mut sh = Shrinker {
         seed,
         variant,
         invariant,
         scenario: scn.scenario.clone(),
-        plan: outcome.plan.clone(),
+        plan: replayed.plan.clone(),
+        times: replayed.plan_decided_us.clone(),
         best: outcome,
-        candidates: 0,
+        candidates: 1,
         limits,
         started,
     };
+    if !replayed.invariants.contains(&invariant) {
+        return Err(format!(
+            "{} seed {seed} variant {}: replaying its own fault plan does not reproduce {} (a simulator bug)",
+            scn.name(),
+            variant.name(),
+            invariant.name()
+        ));
+    }
+    sh.best = replayed;
     // Rounds until nothing shrinks any more (bounded). Fewer tasks first: it
     // makes every later candidate cheaper.
-    for _round in 0..4 {
+    loop {
         let before = (
             sh.plan.len(),
             sh.scenario.tasks.total(),
@@ -493,6 +593,7 @@ pub fn shrink(
         );
         sh.ddmin_tasks();
         sh.ddmin_plan();
+        sh.small_subsets();
         sh.ddmin_workers();
         sh.ddmin_reclaimers();
         sh.shrink_dimension(|s| s.protocol.scan_page_size, 1, &|sh, n| {

@@ -87,6 +87,10 @@ pub struct RunStats {
     /// the run.
     #[serde(skip)]
     pub plan: FaultPlan,
+    /// For a run driven by a plan (exact or timed): when each fault of
+    /// `plan` was decided (see `FaultInjector::decided_us`). Empty otherwise.
+    #[serde(skip)]
+    pub plan_decided_us: Vec<u64>,
 }
 
 /// Everything decided about a request when it was sent.
@@ -433,6 +437,12 @@ impl<N: Node> Simulation<N> {
             max_queue_len: self.max_queue_len,
             queue_len_total: self.queue_len_total,
             trace_hash: self.hasher.digest(),
+            plan_decided_us: self
+                .plan
+                .faults
+                .iter()
+                .map_while(|f| self.faults.decided_us(f))
+                .collect(),
             plan: std::mem::take(&mut self.plan),
         }
     }
