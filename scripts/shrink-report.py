@@ -3,8 +3,9 @@
 
 For each planted variant, `leasehold hunt --budget 40 --json` gives its first
 failing (scenario, seed); `leasehold shrink ... --json` shrinks it. The target:
-at most 3 fault events, at most 3 workers, under 10 s of shrinking on one core.
-Prints a Markdown table and the pass rate.
+at most 3 fault events, at most 3 workers, under 10 s of shrinking on one core
+(and the failure file replays to its invariant). Prints a Markdown table and
+the pass rate.
 
     cargo build --release
     python3 scripts/shrink-report.py                      # table + pass rate
@@ -71,33 +72,40 @@ def main():
         r = json.loads(p.stdout.strip().splitlines()[-1])
         o, s = r["original"], r["shrunk"]
         secs = r["shrink_ms"] / 1000.0
+        # The failure file must replay to the same invariant.
+        rp = subprocess.run([args.bin, "replay", out, "--json"], cwd=ROOT,
+                            capture_output=True, text=True)
+        replays = (rp.returncode == 1
+                   and json.loads(rp.stdout.strip().splitlines()[-1]).get("reproduced") is True)
         rows.append({
             "variant": v["variant"], "caught": True, "scenario": v["scenario"],
             "seed": v["seed"], "invariant": r["invariant"], "original": o, "shrunk": s,
-            "seconds": secs, "candidates": r["candidates_run"],
+            "seconds": secs, "candidates": r["candidates_run"], "replays": replays,
             "pass": s["faults"] <= MAX_FAULTS and s["workers"] <= MAX_WORKERS
-            and secs < MAX_SECONDS,
+            and secs < MAX_SECONDS and replays,
         })
     shutil.rmtree(tmp, ignore_errors=True)
 
-    print("| variant | scenario | seed | faults | workers | tasks | time | candidates | target |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| variant | scenario | seed | invariant | faults | workers | tasks | time | candidates "
+          "| replays | target |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if not r["caught"] or r.get("error"):
             why = "not caught" if not r["caught"] else "shrink failed"
             print(f"| {r['variant']} | {r.get('scenario', '-')} | {r.get('seed', '-')} "
-                  f"| - | - | - | - | - | no ({why}) |")
+                  f"| - | - | - | - | - | - | - | no ({why}) |")
             continue
         o, s = r["original"], r["shrunk"]
-        print(f"| {r['variant']} | {r['scenario']} | {r['seed']} "
+        print(f"| {r['variant']} | {r['scenario']} | {r['seed']} | {r['invariant']} "
               f"| {o['faults']} -> {s['faults']} | {o['workers']} -> {s['workers']} "
               f"| {o['tasks']} -> {s['tasks']} | {r['seconds']:.1f} s | {r['candidates']} "
-              f"| {'yes' if r['pass'] else 'NO'} |")
+              f"| {'yes' if r['replays'] else 'NO'} | {'yes' if r['pass'] else 'NO'} |")
     passed = sum(1 for r in rows if r.get("pass"))
     rate = passed / len(rows) if rows else 0.0
     print()
     print(f"{passed} of {len(rows)} ({rate:.0%}) within <= {MAX_FAULTS} faults, "
-          f"<= {MAX_WORKERS} workers, < {MAX_SECONDS:.0f} s (target {TARGET:.0%})")
+          f"<= {MAX_WORKERS} workers, < {MAX_SECONDS:.0f} s, replaying "
+          f"(target {TARGET:.0%})")
     if args.json:
         print(json.dumps(rows))
     return 0 if rate >= TARGET else 1

@@ -47,9 +47,10 @@ pub struct RunOutcome {
     /// The planned faults the run injected: replaying it reproduces the run.
     #[serde(skip)]
     pub plan: FaultPlan,
-    /// For a plan-driven run: when each fault of `plan` was decided.
+    /// For a plan-driven run: when each fault of `plan` was decided, and
+    /// the tag of the step or message it struck (see `TimedFault`).
     #[serde(skip)]
-    pub plan_decided_us: Vec<u64>,
+    pub plan_decided: Vec<(u64, u64)>,
 }
 
 impl RunOutcome {
@@ -263,7 +264,7 @@ fn simulate_with_source(
                 fault_mix: None,
                 fault_kinds: BTreeMap::new(),
                 plan: FaultPlan::default(),
-                plan_decided_us: Vec::new(),
+                plan_decided: Vec::new(),
             }
         }
     }
@@ -406,7 +407,7 @@ fn simulate_inner(
     };
     let mut stats = sim.run(&mut observer);
     let fault_plan = std::mem::take(&mut stats.plan);
-    let plan_decided_us = std::mem::take(&mut stats.plan_decided_us);
+    let plan_decided = std::mem::take(&mut stats.plan_decided);
     let mut checker = observer.checker;
     match stats.stop {
         StopReason::EventLimit => checker.violate(
@@ -439,6 +440,6 @@ fn simulate_inner(
         fault_mix: (!plan_driven).then_some(drawn.mix),
         fault_kinds: observer.fault_kinds,
         plan: fault_plan,
-        plan_decided_us,
+        plan_decided,
     }
 }

@@ -5,6 +5,16 @@
 //! the randomness shifting), and the scenario shrinks (tasks, workers,
 //! reclaimers, steps, fault phase). A candidate is kept if it still violates
 //! the same invariant. Delta debugging (Zeller's ddmin) over the plan.
+//!
+//! Step and message faults are addressed by a node's step and message
+//! counters, and those move when anything before them changes (a removed
+//! lost reply means one retry fewer; a removed worker or task means fewer
+//! claims). So a candidate whose exact coordinates no longer reproduce is
+//! tried once more with its faults placed by time (`TimedFault`): each at
+//! the first step, or message of the same kind and key, near the time it
+//! struck in the run it came from. Whatever a candidate's run injected is
+//! what is kept, re-recorded in ordinary coordinates, so failure files hold
+//! ordinary plans.
 
 use crate::run::{RunOutcome, simulate, simulate_timed, simulate_with_plan};
 use crate::scenario::{Scenario, ValidScenario};
@@ -109,8 +119,9 @@ struct Shrinker {
     invariant: Invariant,
     scenario: Scenario,
     plan: FaultPlan,
-    /// When each fault of `plan` struck (decided), for timed candidates.
-    times: Vec<u64>,
+    /// When each fault of `plan` struck (was decided) and the tag of the
+    /// step or message it struck, for timed candidates.
+    times: Vec<(u64, u64)>,
     best: RunOutcome,
     candidates: u64,
     limits: ShrinkLimits,
@@ -149,12 +160,12 @@ fn fault_node_mut(f: &mut Fault) -> Option<&mut NodeId> {
 /// `worker_map` (`None`: gone, with their faults), reclaimer positions by
 /// `reclaimer_map`; reclaimers always follow the workers.
 fn remap_plan(
-    plan: &[(Fault, u64)],
+    plan: &[(Fault, (u64, u64))],
     workers: u32,
     new_workers: u32,
     worker_map: &dyn Fn(u32) -> Option<u32>,
     reclaimer_map: &dyn Fn(u32) -> Option<u32>,
-) -> Vec<(Fault, u64)> {
+) -> Faults {
     plan.iter()
         .filter_map(|(f, t)| {
             let mut f = *f;
@@ -171,13 +182,14 @@ fn remap_plan(
 }
 
 /// A candidate's faults, each with the time it struck in the run it came
-/// from.
-type Faults = Vec<(Fault, u64)>;
+/// from and the tag of the step or message it struck.
+type Faults = Vec<(Fault, (u64, u64))>;
 
 /// How far from the time a fault struck a timed candidate may place it:
-/// `(before, after)` in microseconds, tried in order when the exact
-/// coordinates no longer reproduce the failure.
-const TIMED_WINDOWS_US: [(u64, u64); 1] = [(20_000, 2_000_000)];
+/// `(before, after)` in microseconds, and whether the step or message must
+/// carry the same tag; tried in order when the exact coordinates no longer
+/// reproduce the failure.
+const TIMED_WINDOWS_US: [(u64, u64, bool); 1] = [(20_000, 2_000_000, true)];
 
 impl Shrinker {
     fn out_of_budget(&self) -> bool {
@@ -203,7 +215,7 @@ impl Shrinker {
         // message is gone, and every fault carries its ordinary coordinates.
         self.scenario = scenario;
         self.plan = outcome.plan.clone();
-        self.times = outcome.plan_decided_us.clone();
+        self.times = outcome.plan_decided.clone();
         debug_assert_eq!(self.plan.len(), self.times.len());
         self.best = outcome;
         true
@@ -231,17 +243,18 @@ impl Shrinker {
         if faults.is_empty() {
             return false;
         }
-        for (before, after) in TIMED_WINDOWS_US {
+        for (before, after, tagged) in TIMED_WINDOWS_US {
             if self.out_of_budget() {
                 return false;
             }
             self.candidates += 1;
             let timed = faults
                 .iter()
-                .map(|(fault, t)| TimedFault {
+                .map(|(fault, (t, tag))| TimedFault {
                     fault: *fault,
                     from_us: t.saturating_sub(before),
                     to_us: t.saturating_add(after),
+                    tag: tagged.then_some(*tag),
                 })
                 .collect();
             let outcome = simulate_timed(&valid, self.seed, self.variant, timed, None);
@@ -299,11 +312,11 @@ impl Shrinker {
             return;
         }
         let all = self.faults();
-        for i in 0..len {
+        for one in &all {
             if self.out_of_budget() {
                 return;
             }
-            if self.try_candidate(self.scenario.clone(), vec![all[i]]) {
+            if self.try_candidate(self.scenario.clone(), vec![*one]) {
                 return;
             }
         }
@@ -567,7 +580,7 @@ pub fn shrink(
         invariant,
         scenario: scn.scenario.clone(),
         plan: replayed.plan.clone(),
-        times: replayed.plan_decided_us.clone(),
+        times: replayed.plan_decided.clone(),
         best: outcome,
         candidates: 1,
         limits,

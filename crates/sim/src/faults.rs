@@ -296,15 +296,22 @@ pub enum FaultSource {
 /// A planned fault placed by simulated time: a step fault (crash, pause,
 /// clock jump) fires at the node's first step in `[from_us, to_us]`, a
 /// message fault at the node's first message on its leg sent in that window;
-/// the counters the fault carries are ignored. Time-based faults (crashes and
-/// pauses at set times, partitions, outages) keep their own time. A fault
-/// whose window passes without a match is not injected.
+/// the counters the fault carries are ignored. With a `tag`, only a step or
+/// message with that tag matches (see [`FaultInjector::decided`]: the kind
+/// of input for a step; the kind of request and its key, or the service,
+/// resource and step of an effect call, for a message). Time-based faults
+/// (crashes and pauses at set times, partitions, outages) keep their own
+/// time. A fault whose window passes without a match is not injected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TimedFault {
     pub fault: Fault,
     pub from_us: u64,
     pub to_us: u64,
+    pub tag: Option<u64>,
 }
+
+/// A timed fault waiting for its step or message: `(from_us, to_us, tag, what)`.
+type Timed<T> = (u64, u64, Option<u64>, T);
 
 /// What the injector decided for one step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -335,12 +342,12 @@ enum Mode {
     Plan {
         steps: BTreeMap<(NodeId, u64), StepFault>,
         messages: BTreeMap<(NodeId, u64, Leg), MessageAction>,
-        /// Faults placed by time: `(from_us, to_us, fault)`, by `from_us`.
-        timed_steps: BTreeMap<NodeId, Vec<(u64, u64, StepFault)>>,
-        timed_messages: BTreeMap<(NodeId, Leg), Vec<(u64, u64, MessageAction)>>,
-        /// When each injected step or message fault was decided, by its
-        /// coordinates (`None` leg: a step fault).
-        decided: BTreeMap<(NodeId, u64, Option<Leg>), u64>,
+        /// Faults placed by time, by `from_us`.
+        timed_steps: BTreeMap<NodeId, Vec<Timed<StepFault>>>,
+        timed_messages: BTreeMap<(NodeId, Leg), Vec<Timed<MessageAction>>>,
+        /// When each injected step or message fault was decided, and the tag
+        /// of what it struck, by its coordinates (`None` leg: a step fault).
+        decided: BTreeMap<(NodeId, u64, Option<Leg>), (u64, u64)>,
     },
 }
 
@@ -385,13 +392,20 @@ fn step_fault_of(fault: &Fault) -> Option<(NodeId, u64, StepFault)> {
     }
 }
 
-/// Take the first timed fault whose window holds `now_us`, dropping those
-/// whose window has passed.
-fn take_timed<T: Copy>(list: Option<&mut Vec<(u64, u64, T)>>, now_us: u64) -> Option<T> {
+/// Take the first timed fault whose window holds `now_us` and whose tag (if
+/// any) is `tag`, dropping those whose window has passed.
+fn take_timed<T: Copy>(
+    list: Option<&mut Vec<Timed<T>>>,
+    now_us: u64,
+    tag: &dyn Fn() -> u64,
+) -> Option<T> {
     let list = list?;
-    list.retain(|(_, to, _)| *to >= now_us);
-    let i = list.iter().position(|(from, _, _)| *from <= now_us)?;
-    Some(list.remove(i).2)
+    list.retain(|(_, to, _, _)| *to >= now_us);
+    let mut this_tag = None;
+    let i = list.iter().position(|(from, _, want, _)| {
+        *from <= now_us && want.is_none_or(|w| w == *this_tag.get_or_insert_with(tag))
+    })?;
+    Some(list.remove(i).3)
 }
 
 pub struct FaultInjector {
@@ -471,13 +485,14 @@ impl FaultInjector {
                     fault,
                     from_us,
                     to_us,
+                    tag,
                 } in faults
                 {
                     if let Some((node, _, f)) = step_fault_of(&fault) {
                         timed_steps
                             .entry(node)
                             .or_default()
-                            .push((from_us, to_us, f));
+                            .push((from_us, to_us, tag, f));
                         continue;
                     }
                     match fault {
@@ -486,7 +501,7 @@ impl FaultInjector {
                         } => timed_messages
                             .entry((node, leg))
                             .or_default()
-                            .push((from_us, to_us, action)),
+                            .push((from_us, to_us, tag, action)),
                         f @ (Fault::CrashAt { .. }
                         | Fault::PauseAt { .. }
                         | Fault::Partition { .. }
@@ -511,8 +526,9 @@ impl FaultInjector {
 
     /// When an injected fault was decided (plan and timed modes): the step
     /// or the sending of the message it struck (for a reply, when the
-    /// request left), or its set time. `None` in generate mode.
-    pub fn decided_us(&self, fault: &Fault) -> Option<u64> {
+    /// request left), or its set time; and the tag of that step or message
+    /// (0 for a fault at a set time). `None` in generate mode.
+    pub fn decided(&self, fault: &Fault) -> Option<(u64, u64)> {
         let Mode::Plan { decided, .. } = &self.mode else {
             return None;
         };
@@ -520,7 +536,7 @@ impl FaultInjector {
             Fault::CrashAt { at_us, .. }
             | Fault::PauseAt { at_us, .. }
             | Fault::Partition { at_us, .. }
-            | Fault::StoreOutage { at_us, .. } => Some(at_us),
+            | Fault::StoreOutage { at_us, .. } => Some((at_us, 0)),
             Fault::Message { node, msg, leg, .. } => decided.get(&(node, msg, Some(leg))).copied(),
             ref f => {
                 let (node, node_step, _) = step_fault_of(f)?;
@@ -559,12 +575,14 @@ impl FaultInjector {
     }
 
     /// The fault (if any) for this node's `node_step`-th step at `now_us`.
+    /// `tag` names the step's input (plan modes only ask for it).
     pub fn step_fault(
         &mut self,
         node: NodeId,
         node_step: u64,
         now_us: u64,
         targets: FaultTargets,
+        tag: &dyn Fn() -> u64,
     ) -> Option<StepFault> {
         let in_phase = now_us < self.fault_phase_end_us;
         match &mut self.mode {
@@ -576,9 +594,9 @@ impl FaultInjector {
             } => {
                 let f = steps
                     .remove(&(node, node_step))
-                    .or_else(|| take_timed(timed_steps.get_mut(&node), now_us));
+                    .or_else(|| take_timed(timed_steps.get_mut(&node), now_us, tag));
                 if f.is_some() {
-                    decided.insert((node, node_step, None), now_us);
+                    decided.insert((node, node_step, None), (now_us, tag()));
                 }
                 f
             }
@@ -641,6 +659,7 @@ impl FaultInjector {
 
     /// The fault (if any) for message `msg` of `node` on `leg`. `rng` is the
     /// node's own message-fault stream, drawn from the same amount every time.
+    /// `tag` names the message (plan modes only ask for it).
     pub fn message_fault(
         &mut self,
         node: NodeId,
@@ -648,6 +667,7 @@ impl FaultInjector {
         leg: Leg,
         now_us: u64,
         rng: &mut ChaCha8Rng,
+        tag: &dyn Fn() -> u64,
     ) -> Option<MessageAction> {
         let in_phase = now_us < self.fault_phase_end_us;
         match &mut self.mode {
@@ -659,9 +679,9 @@ impl FaultInjector {
             } => {
                 let f = messages
                     .remove(&(node, msg, leg))
-                    .or_else(|| take_timed(timed_messages.get_mut(&(node, leg)), now_us));
+                    .or_else(|| take_timed(timed_messages.get_mut(&(node, leg)), now_us, tag));
                 if f.is_some() {
-                    decided.insert((node, msg, Some(leg)), now_us);
+                    decided.insert((node, msg, Some(leg)), (now_us, tag()));
                 }
                 f
             }
