@@ -185,11 +185,9 @@ fn remap_plan(
 /// from and the tag of the step or message it struck.
 type Faults = Vec<(Fault, (u64, u64))>;
 
-/// How far from the time a fault struck a timed candidate may place it:
-/// `(before, after)` in microseconds, and whether the step or message must
-/// carry the same tag; tried in order when the exact coordinates no longer
-/// reproduce the failure.
-const TIMED_WINDOWS_US: [(u64, u64, bool); 1] = [(20_000, 2_000_000, true)];
+/// How far from the time a fault struck a timed candidate may place it,
+/// before and after, in microseconds.
+const TIMED_WINDOW_US: (u64, u64) = (20_000, 2_000_000);
 
 impl Shrinker {
     fn out_of_budget(&self) -> bool {
@@ -243,26 +241,23 @@ impl Shrinker {
         if faults.is_empty() {
             return false;
         }
-        for (before, after, tagged) in TIMED_WINDOWS_US {
-            if self.out_of_budget() {
-                return false;
-            }
-            self.candidates += 1;
-            let timed = faults
-                .iter()
-                .map(|(fault, (t, tag))| TimedFault {
-                    fault: *fault,
-                    from_us: t.saturating_sub(before),
-                    to_us: t.saturating_add(after),
-                    tag: tagged.then_some(*tag),
-                })
-                .collect();
-            let outcome = simulate_timed(&valid, self.seed, self.variant, timed, None);
-            if self.keep(valid.scenario.clone(), outcome) {
-                return true;
-            }
+        // Placed by time, asking for the same kind of step or message.
+        if self.out_of_budget() {
+            return false;
         }
-        false
+        self.candidates += 1;
+        let (before, after) = TIMED_WINDOW_US;
+        let timed = faults
+            .iter()
+            .map(|(fault, (t, tag))| TimedFault {
+                fault: *fault,
+                from_us: t.saturating_sub(before),
+                to_us: t.saturating_add(after),
+                tag: Some(*tag),
+            })
+            .collect();
+        let outcome = simulate_timed(&valid, self.seed, self.variant, timed, None);
+        self.keep(valid.scenario.clone(), outcome)
     }
 
     fn ddmin_plan(&mut self) {
@@ -302,34 +297,35 @@ impl Shrinker {
         }
     }
 
-    /// Replace the plan by one of its faults, or two: delta debugging only
-    /// removes, and a failure that needs one fault at the right moment is
-    /// often kept alive by several others that merely keep the counters
-    /// aligned. Small plans only (pairs are quadratic).
+    /// Replace the plan by one of its faults, or two, or three: delta
+    /// debugging only removes, and a failure that needs one fault at the
+    /// right moment is often kept alive by several others that merely keep
+    /// the counters aligned. Subsets of size `k` only while the plan has at
+    /// most `SUBSET_LIMITS[k - 1]` faults (pairs are quadratic, triples cubic).
     fn small_subsets(&mut self) {
-        let len = self.plan.len();
-        if len <= 1 {
-            return;
-        }
+        const SUBSET_LIMITS: [usize; 3] = [usize::MAX, 40, 12];
         let all = self.faults();
-        for one in &all {
-            if self.out_of_budget() {
+        let len = all.len();
+        for (k, limit) in (1..).zip(SUBSET_LIMITS) {
+            if k >= len || len > limit {
                 return;
             }
-            if self.try_candidate(self.scenario.clone(), vec![*one]) {
-                return;
-            }
-        }
-        if len <= 2 || len > 40 {
-            return;
-        }
-        for i in 0..len {
-            for j in i + 1..len {
+            let mut pick: Vec<usize> = (0..k).collect();
+            loop {
                 if self.out_of_budget() {
                     return;
                 }
-                if self.try_candidate(self.scenario.clone(), vec![all[i], all[j]]) {
+                let subset = pick.iter().map(|i| all[*i]).collect();
+                if self.try_candidate(self.scenario.clone(), subset) {
                     return;
+                }
+                // The next k-subset of 0..len in lexicographic order.
+                let Some(i) = (0..k).rev().find(|i| pick[*i] < len - k + i) else {
+                    break;
+                };
+                pick[i] += 1;
+                for j in i + 1..k {
+                    pick[j] = pick[j - 1] + 1;
                 }
             }
         }
@@ -359,25 +355,51 @@ impl Shrinker {
         }
     }
 
-    /// Keep only the workers (or reclaimers) at positions `keep`, with their
-    /// identities, so each keeps its own random streams and behaviour.
     fn with_subset(&self, keep: &[usize], reclaimers: bool) -> (Scenario, Faults) {
-        let mut s = self.scenario.clone();
-        let workers = s.fleet.workers;
-        let position = |x: u32| keep.iter().position(|k| *k == x as usize).map(|i| i as u32);
-        let same = |x: u32| Some(x);
-        let plan = if reclaimers {
-            let ids = s.fleet.reclaimer_ids();
-            s.fleet.reclaimers = keep.len() as u32;
-            s.fleet.reclaimer_ids = Some(keep.iter().map(|k| ids[*k]).collect());
-            remap_plan(&self.faults(), workers, workers, &same, &position)
-        } else {
-            let ids = s.fleet.worker_ids();
-            s.fleet.workers = keep.len() as u32;
-            s.fleet.worker_ids = Some(keep.iter().map(|k| ids[*k]).collect());
-            remap_plan(&self.faults(), workers, keep.len() as u32, &position, &same)
+        subset_fleet(&self.scenario, &self.faults(), keep, reclaimers)
+    }
+
+    /// Positions of the workers that read or wrote the documents of the
+    /// tasks at positions `tasks` in the current run.
+    fn touching_workers(&self, tasks: &[usize]) -> Vec<usize> {
+        use leasehold_protocol::{DocKey, DocValue, LeaseEvent, TaskId};
+        use leasehold_sim::{Actor, Observer, Record, RecordKind};
+        struct Touching<'a> {
+            tasks: &'a [usize],
+            workers: u32,
+            nodes: std::collections::BTreeSet<usize>,
+        }
+        impl Observer<DocKey, DocValue, LeaseEvent> for Touching<'_> {
+            fn record(&mut self, r: &Record<'_, DocKey, DocValue, LeaseEvent>) {
+                if let RecordKind::Store {
+                    actor: Actor::Node { node, .. },
+                    op,
+                    ..
+                } = &r.kind
+                    && node.0 < self.workers
+                    && let Some(DocKey::Task { task: TaskId(t) }) = op.key()
+                    && self.tasks.contains(&(*t as usize))
+                {
+                    self.nodes.insert(node.index());
+                }
+            }
+        }
+        let Some(valid) = validate(self.scenario.clone()) else {
+            return Vec::new();
         };
-        (s, plan)
+        let mut touching = Touching {
+            tasks,
+            workers: self.scenario.fleet.workers,
+            nodes: Default::default(),
+        };
+        simulate_with_plan(
+            &valid,
+            self.seed,
+            self.variant,
+            Some(self.plan.clone()),
+            Some(&mut touching),
+        );
+        touching.nodes.into_iter().collect()
     }
 
     fn with_task_subset(&self, keep: &[usize]) -> (Scenario, Faults) {
@@ -435,7 +457,31 @@ impl Shrinker {
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
-        if !named.is_empty() && named.len() < self.scenario.tasks.total() as usize {
+        if named.is_empty() {
+            return self.ddmin_positions(
+                |sh| sh.scenario.tasks.total() as usize,
+                |sh, keep| sh.with_task_subset(keep),
+            );
+        }
+        // Quicker still: those tasks and only the workers that touched them
+        // (removing workers one by one rarely works while many tasks keep
+        // the rest busy, and removing tasks rarely works while many workers
+        // share them).
+        let mut focus: Vec<Vec<usize>> = vec![named.clone()];
+        if named.len() > 1 {
+            focus.extend(named.iter().take(4).map(|t| vec![*t]));
+        }
+        for tasks in focus {
+            let workers = self.touching_workers(&tasks);
+            if !workers.is_empty() && workers.len() < self.scenario.fleet.workers as usize {
+                let (s, p) = self.with_task_subset(&tasks);
+                let (s, p) = subset_fleet(&s, &p, &workers, false);
+                if self.try_candidate(s, p) {
+                    break;
+                }
+            }
+        }
+        if named.len() < self.scenario.tasks.total() as usize {
             let (s, p) = self.with_task_subset(&named);
             self.try_candidate(s, p);
         }
@@ -486,6 +532,33 @@ impl Shrinker {
             self.try_candidate(s, self.faults());
         }
     }
+}
+
+/// Keep only the workers (or reclaimers) at positions `keep`, with their
+/// identities, so each keeps its own random streams and behaviour; their
+/// faults follow them, the others' go.
+fn subset_fleet(
+    scenario: &Scenario,
+    faults: &[(Fault, (u64, u64))],
+    keep: &[usize],
+    reclaimers: bool,
+) -> (Scenario, Faults) {
+    let mut s = scenario.clone();
+    let workers = s.fleet.workers;
+    let position = |x: u32| keep.iter().position(|k| *k == x as usize).map(|i| i as u32);
+    let same = |x: u32| Some(x);
+    let plan = if reclaimers {
+        let ids = s.fleet.reclaimer_ids();
+        s.fleet.reclaimers = keep.len() as u32;
+        s.fleet.reclaimer_ids = Some(keep.iter().map(|k| ids[*k]).collect());
+        remap_plan(faults, workers, workers, &same, &position)
+    } else {
+        let ids = s.fleet.worker_ids();
+        s.fleet.workers = keep.len() as u32;
+        s.fleet.worker_ids = Some(keep.iter().map(|k| ids[*k]).collect());
+        remap_plan(faults, workers, keep.len() as u32, &position, &same)
+    };
+    (s, plan)
 }
 
 /// Validate a reduced scenario; scheduled faults naming nodes that are gone,
