@@ -35,6 +35,6 @@ pub mod swimlane;
 pub mod trace;
 
 pub use lease_job::{LeaseJob, SeedResult, replay_command};
-pub use run::{LEASEHOLD_VERSION, RunOutcome, simulate, simulate_with_plan};
+pub use run::{LEASEHOLD_VERSION, RunOutcome, simulate, simulate_timed, simulate_with_plan};
 pub use scenario::{Scenario, ScenarioError, ValidScenario};
 pub use sweep_test::SweepTest;

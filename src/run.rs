@@ -15,7 +15,7 @@ use leasehold_protocol::{
 };
 use leasehold_sim::{
     Concern, FaultPlan, FaultSource, NetworkSpec, NodeSpec, Observer, Record, RecordKind,
-    RngStreams, RunLimits, RunStats, SimConfig, Simulation, StopReason,
+    RngStreams, RunLimits, RunStats, SimConfig, Simulation, StopReason, TimedFault,
 };
 use rand::RngExt;
 use serde::Serialize;
@@ -47,6 +47,10 @@ pub struct RunOutcome {
     /// The planned faults the run injected: replaying it reproduces the run.
     #[serde(skip)]
     pub plan: FaultPlan,
+    /// For a plan-driven run: when each fault of `plan` was decided, and
+    /// the tag of the step or message it struck (see `TimedFault`).
+    #[serde(skip)]
+    pub plan_decided: Vec<(u64, u64)>,
 }
 
 impl RunOutcome {
@@ -206,6 +210,31 @@ pub fn simulate_with_plan(
     plan: Option<FaultPlan>,
     extra: Option<ExtraObserver<'_>>,
 ) -> RunOutcome {
+    simulate_with_source(scn, seed, variant, plan.map(FaultSource::Plan), extra)
+}
+
+/// Like [`simulate_with_plan`], with faults placed by time instead of by
+/// step and message counters (shrinking: see [`TimedFault`]). The outcome's
+/// `plan` holds the faults as they struck, in ordinary coordinates.
+pub fn simulate_timed(
+    scn: &ValidScenario,
+    seed: u64,
+    variant: Variant,
+    faults: Vec<TimedFault>,
+    extra: Option<ExtraObserver<'_>>,
+) -> RunOutcome {
+    simulate_with_source(scn, seed, variant, Some(FaultSource::Timed(faults)), extra)
+}
+
+/// `source`: `None` draws the faults from the seed; otherwise a plan
+/// (exact or timed) replaces the draw.
+fn simulate_with_source(
+    scn: &ValidScenario,
+    seed: u64,
+    variant: Variant,
+    plan: Option<FaultSource>,
+    extra: Option<ExtraObserver<'_>>,
+) -> RunOutcome {
     let roles = node_roles(scn);
     let s = &scn.scenario;
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -235,6 +264,7 @@ pub fn simulate_with_plan(
                 fault_mix: None,
                 fault_kinds: BTreeMap::new(),
                 plan: FaultPlan::default(),
+                plan_decided: Vec::new(),
             }
         }
     }
@@ -245,7 +275,7 @@ fn simulate_inner(
     seed: u64,
     variant: Variant,
     roles: &[NodeRole],
-    plan: Option<FaultPlan>,
+    plan: Option<FaultSource>,
     extra: Option<ExtraObserver<'_>>,
 ) -> RunOutcome {
     let plan_driven = plan.is_some();
@@ -255,7 +285,7 @@ fn simulate_inner(
     let nodes = roles.len();
     let drawn = s.faults.draw(&scn.fleet(), seed);
     let faults = match plan {
-        Some(plan) => FaultSource::Plan(plan),
+        Some(source) => source,
         None => FaultSource::Generate {
             rates: Box::new(drawn.rates.clone()),
             scheduled: drawn.scheduled.clone(),
@@ -377,6 +407,7 @@ fn simulate_inner(
     };
     let mut stats = sim.run(&mut observer);
     let fault_plan = std::mem::take(&mut stats.plan);
+    let plan_decided = std::mem::take(&mut stats.plan_decided);
     let mut checker = observer.checker;
     match stats.stop {
         StopReason::EventLimit => checker.violate(
@@ -409,5 +440,6 @@ fn simulate_inner(
         fault_mix: (!plan_driven).then_some(drawn.mix),
         fault_kinds: observer.fault_kinds,
         plan: fault_plan,
+        plan_decided,
     }
 }

@@ -5,12 +5,22 @@
 //! the randomness shifting), and the scenario shrinks (tasks, workers,
 //! reclaimers, steps, fault phase). A candidate is kept if it still violates
 //! the same invariant. Delta debugging (Zeller's ddmin) over the plan.
+//!
+//! Step and message faults are addressed by a node's step and message
+//! counters, and those move when anything before them changes (a removed
+//! lost reply means one retry fewer; a removed worker or task means fewer
+//! claims). So a candidate whose exact coordinates no longer reproduce is
+//! tried once more with its faults placed by time (`TimedFault`): each at
+//! the first step, or message of the same kind and key, near the time it
+//! struck in the run it came from. Whatever a candidate's run injected is
+//! what is kept, re-recorded in ordinary coordinates, so failure files hold
+//! ordinary plans.
 
-use crate::run::{RunOutcome, simulate, simulate_with_plan};
+use crate::run::{RunOutcome, simulate, simulate_timed, simulate_with_plan};
 use crate::scenario::{Scenario, ValidScenario};
 use leasehold_check::Invariant;
 use leasehold_protocol::Variant;
-use leasehold_sim::{Fault, FaultPlan, NodeId};
+use leasehold_sim::{Fault, FaultPlan, NodeId, TimedFault};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
@@ -109,6 +119,9 @@ struct Shrinker {
     invariant: Invariant,
     scenario: Scenario,
     plan: FaultPlan,
+    /// When each fault of `plan` struck (was decided) and the tag of the
+    /// step or message it struck, for timed candidates.
+    times: Vec<(u64, u64)>,
     best: RunOutcome,
     candidates: u64,
     limits: ShrinkLimits,
@@ -147,16 +160,14 @@ fn fault_node_mut(f: &mut Fault) -> Option<&mut NodeId> {
 /// `worker_map` (`None`: gone, with their faults), reclaimer positions by
 /// `reclaimer_map`; reclaimers always follow the workers.
 fn remap_plan(
-    plan: &FaultPlan,
+    plan: &[(Fault, (u64, u64))],
     workers: u32,
     new_workers: u32,
     worker_map: &dyn Fn(u32) -> Option<u32>,
     reclaimer_map: &dyn Fn(u32) -> Option<u32>,
-) -> FaultPlan {
-    let faults = plan
-        .faults
-        .iter()
-        .filter_map(|f| {
+) -> Faults {
+    plan.iter()
+        .filter_map(|(f, t)| {
             let mut f = *f;
             if let Some(node) = fault_node_mut(&mut f) {
                 *node = if node.0 < workers {
@@ -165,11 +176,18 @@ fn remap_plan(
                     NodeId(new_workers + reclaimer_map(node.0 - workers)?)
                 };
             }
-            Some(f)
+            Some((f, *t))
         })
-        .collect();
-    FaultPlan { faults }
+        .collect()
 }
+
+/// A candidate's faults, each with the time it struck in the run it came
+/// from and the tag of the step or message it struck.
+type Faults = Vec<(Fault, (u64, u64))>;
+
+/// How far from the time a fault struck a timed candidate may place it,
+/// before and after, in microseconds.
+const TIMED_WINDOW_US: (u64, u64) = (20_000, 2_000_000);
 
 impl Shrinker {
     fn out_of_budget(&self) -> bool {
@@ -177,8 +195,35 @@ impl Shrinker {
             || self.started.elapsed() >= self.limits.time_budget
     }
 
-    /// Run a candidate; keep it if it still fails the same invariant.
-    fn try_candidate(&mut self, scenario: Scenario, plan: FaultPlan) -> bool {
+    /// The current plan with the times its faults struck.
+    fn faults(&self) -> Faults {
+        self.plan
+            .faults
+            .iter()
+            .copied()
+            .zip(self.times.iter().copied())
+            .collect()
+    }
+
+    fn keep(&mut self, scenario: Scenario, outcome: RunOutcome) -> bool {
+        if !outcome.invariants.contains(&self.invariant) {
+            return false;
+        }
+        // The faults as they struck: a fault that never found its step or
+        // message is gone, and every fault carries its ordinary coordinates.
+        self.scenario = scenario;
+        self.plan = outcome.plan.clone();
+        self.times = outcome.plan_decided.clone();
+        debug_assert_eq!(self.plan.len(), self.times.len());
+        self.best = outcome;
+        true
+    }
+
+    /// Run a candidate; keep it if it still fails the same invariant. The
+    /// faults are tried at their exact coordinates first, then placed by the
+    /// time they struck (removing a fault, a worker or a task shifts a node's
+    /// later step and message counters, so exact coordinates land elsewhere).
+    fn try_candidate(&mut self, scenario: Scenario, faults: Faults) -> bool {
         if self.out_of_budget() {
             return false;
         }
@@ -186,20 +231,37 @@ impl Shrinker {
             return false;
         };
         self.candidates += 1;
-        let outcome = simulate_with_plan(&valid, self.seed, self.variant, Some(plan.clone()), None);
-        if outcome.invariants.contains(&self.invariant) {
-            self.scenario = valid.scenario;
-            self.plan = plan;
-            self.best = outcome;
-            true
-        } else {
-            false
+        let plan = FaultPlan {
+            faults: faults.iter().map(|(f, _)| *f).collect(),
+        };
+        let outcome = simulate_with_plan(&valid, self.seed, self.variant, Some(plan), None);
+        if self.keep(valid.scenario.clone(), outcome) {
+            return true;
         }
+        if faults.is_empty() {
+            return false;
+        }
+        // Placed by time, asking for the same kind of step or message.
+        if self.out_of_budget() {
+            return false;
+        }
+        self.candidates += 1;
+        let (before, after) = TIMED_WINDOW_US;
+        let timed = faults
+            .iter()
+            .map(|(fault, (t, tag))| TimedFault {
+                fault: *fault,
+                from_us: t.saturating_sub(before),
+                to_us: t.saturating_add(after),
+                tag: Some(*tag),
+            })
+            .collect();
+        let outcome = simulate_timed(&valid, self.seed, self.variant, timed, None);
+        self.keep(valid.scenario.clone(), outcome)
     }
 
     fn ddmin_plan(&mut self) {
-        let empty = FaultPlan::default();
-        if !self.plan.is_empty() && self.try_candidate(self.scenario.clone(), empty) {
+        if !self.plan.is_empty() && self.try_candidate(self.scenario.clone(), Vec::new()) {
             return;
         }
         let mut n = 2usize;
@@ -209,9 +271,9 @@ impl Shrinker {
             let mut reduced = false;
             for i in 0..n.min(len.div_ceil(chunk)) {
                 let (lo, hi) = (i * chunk, ((i + 1) * chunk).min(len));
-                let mut faults = self.plan.faults.clone();
+                let mut faults = self.faults();
                 faults.drain(lo..hi);
-                if self.try_candidate(self.scenario.clone(), FaultPlan { faults }) {
+                if self.try_candidate(self.scenario.clone(), faults) {
                     n = (n - 1).max(2);
                     reduced = true;
                     break;
@@ -227,10 +289,44 @@ impl Shrinker {
         // One more pass: each remaining fault alone.
         let mut i = 0;
         while i < self.plan.len() && self.plan.len() > 1 && !self.out_of_budget() {
-            let mut faults = self.plan.faults.clone();
+            let mut faults = self.faults();
             faults.remove(i);
-            if !self.try_candidate(self.scenario.clone(), FaultPlan { faults }) {
+            if !self.try_candidate(self.scenario.clone(), faults) {
                 i += 1;
+            }
+        }
+    }
+
+    /// Replace the plan by one of its faults, or two, or three: delta
+    /// debugging only removes, and a failure that needs one fault at the
+    /// right moment is often kept alive by several others that merely keep
+    /// the counters aligned. Subsets of size `k` only while the plan has at
+    /// most `SUBSET_LIMITS[k - 1]` faults (pairs are quadratic, triples cubic).
+    fn small_subsets(&mut self) {
+        const SUBSET_LIMITS: [usize; 3] = [usize::MAX, 40, 12];
+        let all = self.faults();
+        let len = all.len();
+        for (k, limit) in (1..).zip(SUBSET_LIMITS) {
+            if k >= len || len > limit {
+                return;
+            }
+            let mut pick: Vec<usize> = (0..k).collect();
+            loop {
+                if self.out_of_budget() {
+                    return;
+                }
+                let subset = pick.iter().map(|i| all[*i]).collect();
+                if self.try_candidate(self.scenario.clone(), subset) {
+                    return;
+                }
+                // The next k-subset of 0..len in lexicographic order.
+                let Some(i) = (0..k).rev().find(|i| pick[*i] < len - k + i) else {
+                    break;
+                };
+                pick[i] += 1;
+                for j in i + 1..k {
+                    pick[j] = pick[j - 1] + 1;
+                }
             }
         }
     }
@@ -240,7 +336,7 @@ impl Shrinker {
         &mut self,
         get: fn(&Scenario) -> u32,
         min: u32,
-        apply: &dyn Fn(&Self, u32) -> (Scenario, FaultPlan),
+        apply: &dyn Fn(&Self, u32) -> (Scenario, Faults),
     ) {
         loop {
             let current = get(&self.scenario);
@@ -259,28 +355,54 @@ impl Shrinker {
         }
     }
 
-    /// Keep only the workers (or reclaimers) at positions `keep`, with their
-    /// identities, so each keeps its own random streams and behaviour.
-    fn with_subset(&self, keep: &[usize], reclaimers: bool) -> (Scenario, FaultPlan) {
-        let mut s = self.scenario.clone();
-        let workers = s.fleet.workers;
-        let position = |x: u32| keep.iter().position(|k| *k == x as usize).map(|i| i as u32);
-        let same = |x: u32| Some(x);
-        let plan = if reclaimers {
-            let ids = s.fleet.reclaimer_ids();
-            s.fleet.reclaimers = keep.len() as u32;
-            s.fleet.reclaimer_ids = Some(keep.iter().map(|k| ids[*k]).collect());
-            remap_plan(&self.plan, workers, workers, &same, &position)
-        } else {
-            let ids = s.fleet.worker_ids();
-            s.fleet.workers = keep.len() as u32;
-            s.fleet.worker_ids = Some(keep.iter().map(|k| ids[*k]).collect());
-            remap_plan(&self.plan, workers, keep.len() as u32, &position, &same)
-        };
-        (s, plan)
+    fn with_subset(&self, keep: &[usize], reclaimers: bool) -> (Scenario, Faults) {
+        subset_fleet(&self.scenario, &self.faults(), keep, reclaimers)
     }
 
-    fn with_task_subset(&self, keep: &[usize]) -> (Scenario, FaultPlan) {
+    /// Positions of the workers that read or wrote the documents of the
+    /// tasks at positions `tasks` in the current run.
+    fn touching_workers(&self, tasks: &[usize]) -> Vec<usize> {
+        use leasehold_protocol::{DocKey, DocValue, LeaseEvent, TaskId};
+        use leasehold_sim::{Actor, Observer, Record, RecordKind};
+        struct Touching<'a> {
+            tasks: &'a [usize],
+            workers: u32,
+            nodes: std::collections::BTreeSet<usize>,
+        }
+        impl Observer<DocKey, DocValue, LeaseEvent> for Touching<'_> {
+            fn record(&mut self, r: &Record<'_, DocKey, DocValue, LeaseEvent>) {
+                if let RecordKind::Store {
+                    actor: Actor::Node { node, .. },
+                    op,
+                    ..
+                } = &r.kind
+                    && node.0 < self.workers
+                    && let Some(DocKey::Task { task: TaskId(t) }) = op.key()
+                    && self.tasks.contains(&(*t as usize))
+                {
+                    self.nodes.insert(node.index());
+                }
+            }
+        }
+        let Some(valid) = validate(self.scenario.clone()) else {
+            return Vec::new();
+        };
+        let mut touching = Touching {
+            tasks,
+            workers: self.scenario.fleet.workers,
+            nodes: Default::default(),
+        };
+        simulate_with_plan(
+            &valid,
+            self.seed,
+            self.variant,
+            Some(self.plan.clone()),
+            Some(&mut touching),
+        );
+        touching.nodes.into_iter().collect()
+    }
+
+    fn with_task_subset(&self, keep: &[usize]) -> (Scenario, Faults) {
         let mut s = self.scenario.clone();
         let current: Vec<u32> = s
             .tasks
@@ -288,7 +410,7 @@ impl Shrinker {
             .clone()
             .unwrap_or_else(|| (0..s.tasks.count).collect());
         s.tasks.only = Some(keep.iter().map(|k| current[*k]).collect());
-        (s, self.plan.clone())
+        (s, self.faults())
     }
 
     /// Delta debugging over which of `len` things (tasks, workers,
@@ -296,7 +418,7 @@ impl Shrinker {
     fn ddmin_positions(
         &mut self,
         len_of: fn(&Self) -> usize,
-        make: fn(&Self, &[usize]) -> (Scenario, FaultPlan),
+        make: fn(&Self, &[usize]) -> (Scenario, Faults),
     ) {
         let mut n = 2usize;
         while len_of(self) >= 2 && !self.out_of_budget() {
@@ -335,7 +457,31 @@ impl Shrinker {
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
-        if !named.is_empty() && named.len() < self.scenario.tasks.total() as usize {
+        if named.is_empty() {
+            return self.ddmin_positions(
+                |sh| sh.scenario.tasks.total() as usize,
+                |sh, keep| sh.with_task_subset(keep),
+            );
+        }
+        // Quicker still: those tasks and only the workers that touched them
+        // (removing workers one by one rarely works while many tasks keep
+        // the rest busy, and removing tasks rarely works while many workers
+        // share them).
+        let mut focus: Vec<Vec<usize>> = vec![named.clone()];
+        if named.len() > 1 {
+            focus.extend(named.iter().take(4).map(|t| vec![*t]));
+        }
+        for tasks in focus {
+            let workers = self.touching_workers(&tasks);
+            if !workers.is_empty() && workers.len() < self.scenario.fleet.workers as usize {
+                let (s, p) = self.with_task_subset(&tasks);
+                let (s, p) = subset_fleet(&s, &p, &workers, false);
+                if self.try_candidate(s, p) {
+                    break;
+                }
+            }
+        }
+        if named.len() < self.scenario.tasks.total() as usize {
             let (s, p) = self.with_task_subset(&named);
             self.try_candidate(s, p);
         }
@@ -359,13 +505,13 @@ impl Shrinker {
         );
     }
 
-    fn with_page_size(&self, page: u32) -> (Scenario, FaultPlan) {
+    fn with_page_size(&self, page: u32) -> (Scenario, Faults) {
         let mut s = self.scenario.clone();
         s.protocol.scan_page_size = page;
-        (s, self.plan.clone())
+        (s, self.faults())
     }
 
-    fn with_steps(&self, steps: u32) -> (Scenario, FaultPlan) {
+    fn with_steps(&self, steps: u32) -> (Scenario, Faults) {
         let mut s = self.scenario.clone();
         let per_round = s.tasks.steps.len() as u32;
         if s.tasks.repeat_steps > 1 {
@@ -373,7 +519,7 @@ impl Shrinker {
         } else {
             s.tasks.steps.truncate(steps.max(1) as usize);
         }
-        (s, self.plan.clone())
+        (s, self.faults())
     }
 
     fn shorten_fault_phase(&mut self) {
@@ -383,9 +529,36 @@ impl Shrinker {
         let phase = (last_fault_ms + 1_000).min(s.faults.fault_phase_ms);
         if phase < s.faults.fault_phase_ms {
             s.faults.fault_phase_ms = phase;
-            self.try_candidate(s, self.plan.clone());
+            self.try_candidate(s, self.faults());
         }
     }
+}
+
+/// Keep only the workers (or reclaimers) at positions `keep`, with their
+/// identities, so each keeps its own random streams and behaviour; their
+/// faults follow them, the others' go.
+fn subset_fleet(
+    scenario: &Scenario,
+    faults: &[(Fault, (u64, u64))],
+    keep: &[usize],
+    reclaimers: bool,
+) -> (Scenario, Faults) {
+    let mut s = scenario.clone();
+    let workers = s.fleet.workers;
+    let position = |x: u32| keep.iter().position(|k| *k == x as usize).map(|i| i as u32);
+    let same = |x: u32| Some(x);
+    let plan = if reclaimers {
+        let ids = s.fleet.reclaimer_ids();
+        s.fleet.reclaimers = keep.len() as u32;
+        s.fleet.reclaimer_ids = Some(keep.iter().map(|k| ids[*k]).collect());
+        remap_plan(faults, workers, workers, &same, &position)
+    } else {
+        let ids = s.fleet.worker_ids();
+        s.fleet.workers = keep.len() as u32;
+        s.fleet.worker_ids = Some(keep.iter().map(|k| ids[*k]).collect());
+        remap_plan(faults, workers, keep.len() as u32, &position, &same)
+    };
+    (s, plan)
 }
 
 /// Validate a reduced scenario; scheduled faults naming nodes that are gone,
@@ -471,20 +644,33 @@ pub fn shrink(
     };
     let invariant = first.invariant;
     let original = size_of(&scn.scenario, &outcome.plan, &outcome);
+    // Replay the drawn faults as a plan once: the same run, now with the
+    // time each fault struck.
+    let replayed = simulate_with_plan(scn, seed, variant, Some(outcome.plan.clone()), None);
     let mut sh = Shrinker {
         seed,
         variant,
         invariant,
         scenario: scn.scenario.clone(),
-        plan: outcome.plan.clone(),
+        plan: replayed.plan.clone(),
+        times: replayed.plan_decided.clone(),
         best: outcome,
-        candidates: 0,
+        candidates: 1,
         limits,
         started,
     };
+    if !replayed.invariants.contains(&invariant) {
+        return Err(format!(
+            "{} seed {seed} variant {}: replaying its own fault plan does not reproduce {} (a simulator bug)",
+            scn.name(),
+            variant.name(),
+            invariant.name()
+        ));
+    }
+    sh.best = replayed;
     // Rounds until nothing shrinks any more (bounded). Fewer tasks first: it
     // makes every later candidate cheaper.
-    for _round in 0..4 {
+    loop {
         let before = (
             sh.plan.len(),
             sh.scenario.tasks.total(),
@@ -493,6 +679,7 @@ pub fn shrink(
         );
         sh.ddmin_tasks();
         sh.ddmin_plan();
+        sh.small_subsets();
         sh.ddmin_workers();
         sh.ddmin_reclaimers();
         sh.shrink_dimension(|s| s.protocol.scan_page_size, 1, &|sh, n| {

@@ -108,7 +108,11 @@ fn svg_export_draws_lanes_and_the_violation() {
     );
     let svg = std::fs::read_to_string(&path).unwrap();
     assert!(svg.starts_with("<svg"), "{}", &svg[..100.min(svg.len())]);
-    assert!(svg.contains("worker-9"));
+    // A lane for the worker the shrunk run kept.
+    let failure: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(MINIMAL).unwrap()).unwrap();
+    let worker = &failure["scenario"]["fleet"]["worker_ids"][0];
+    assert!(svg.contains(&format!("worker-{worker}")), "worker-{worker}");
     assert!(svg.contains("VIOLATION no-double-ownership"));
     assert!(svg.contains("simulated time (s)"));
     let bad = leasehold(&["export", MINIMAL, "--format", "gif", "--out", "/tmp/x"]);

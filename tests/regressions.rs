@@ -65,3 +65,48 @@ fn shrinking_keeps_the_invariant_and_makes_the_run_smaller() {
     // A passing seed has nothing to shrink.
     assert!(leasehold::shrink::shrink(&scn, 1, Variant::Correct, Default::default()).is_err());
 }
+
+/// What shrinking relies on when it places faults by time: a plan-driven run
+/// reports when each fault struck (and what it struck), and whatever a timed
+/// run injects, recorded as an ordinary plan, replays to the same run bit for
+/// bit, so a failure file never holds a timed plan.
+#[test]
+fn faults_placed_by_time_replay_as_ordinary_plans() {
+    use leasehold::{simulate, simulate_timed, simulate_with_plan};
+    use leasehold_sim::TimedFault;
+    let scn = common::scenario("ambiguous-claim");
+    for seed in 1..=3 {
+        let drawn = simulate(&scn, seed, Variant::Correct, None);
+        let exact =
+            simulate_with_plan(&scn, seed, Variant::Correct, Some(drawn.plan.clone()), None);
+        assert_eq!(exact.trace_hash_hex(), drawn.trace_hash_hex());
+        assert_eq!(exact.plan_decided.len(), exact.plan.len());
+        // Every other fault, placed by time: a different run, which its own
+        // recorded plan reproduces exactly.
+        let timed: Vec<TimedFault> = exact
+            .plan
+            .faults
+            .iter()
+            .zip(&exact.plan_decided)
+            .step_by(2)
+            .map(|(fault, (t, tag))| TimedFault {
+                fault: *fault,
+                from_us: t.saturating_sub(20_000),
+                to_us: t + 2_000_000,
+                tag: Some(*tag),
+            })
+            .collect();
+        let n = timed.len();
+        let moved = simulate_timed(&scn, seed, Variant::Correct, timed, None);
+        assert!(moved.plan.len() <= n);
+        assert!(!moved.plan.is_empty());
+        let again =
+            simulate_with_plan(&scn, seed, Variant::Correct, Some(moved.plan.clone()), None);
+        assert_eq!(
+            again.trace_hash_hex(),
+            moved.trace_hash_hex(),
+            "seed {seed}"
+        );
+        assert_eq!(again.plan, moved.plan);
+    }
+}

@@ -287,7 +287,31 @@ pub enum FaultSource {
     },
     /// Inject exactly these faults and nothing else.
     Plan(FaultPlan),
+    /// Inject these faults, each placed by time instead of by counter: see
+    /// [`TimedFault`]. For shrinking, where removing one fault (or a node, or
+    /// a task) shifts every later step and message counter of a node.
+    Timed(Vec<TimedFault>),
 }
+
+/// A planned fault placed by simulated time: a step fault (crash, pause,
+/// clock jump) fires at the node's first step in `[from_us, to_us]`, a
+/// message fault at the node's first message on its leg sent in that window;
+/// the counters the fault carries are ignored. With a `tag`, only a step or
+/// message with that tag matches (see [`FaultInjector::decided`]: the kind
+/// of input for a step; the kind of request and its key, or the service,
+/// resource and step of an effect call, for a message). Time-based faults
+/// (crashes and pauses at set times, partitions, outages) keep their own
+/// time. A fault whose window passes without a match is not injected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimedFault {
+    pub fault: Fault,
+    pub from_us: u64,
+    pub to_us: u64,
+    pub tag: Option<u64>,
+}
+
+/// A timed fault waiting for its step or message: `(from_us, to_us, tag, what)`.
+type Timed<T> = (u64, u64, Option<u64>, T);
 
 /// What the injector decided for one step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -318,7 +342,70 @@ enum Mode {
     Plan {
         steps: BTreeMap<(NodeId, u64), StepFault>,
         messages: BTreeMap<(NodeId, u64, Leg), MessageAction>,
+        /// Faults placed by time, by `from_us`.
+        timed_steps: BTreeMap<NodeId, Vec<Timed<StepFault>>>,
+        timed_messages: BTreeMap<(NodeId, Leg), Vec<Timed<MessageAction>>>,
+        /// When each injected step or message fault was decided, and the tag
+        /// of what it struck, by its coordinates (`None` leg: a step fault).
+        decided: BTreeMap<(NodeId, u64, Option<Leg>), (u64, u64)>,
     },
+}
+
+/// The step fault a planned [`Fault`] describes, if it is one.
+fn step_fault_of(fault: &Fault) -> Option<(NodeId, u64, StepFault)> {
+    match *fault {
+        Fault::Crash {
+            node,
+            node_step,
+            point,
+            restart_after_us,
+        } => Some((
+            node,
+            node_step,
+            match point {
+                CrashPoint::BeforeInput => StepFault::CrashBeforeInput { restart_after_us },
+                CrashPoint::BetweenOutputs { emitted } => StepFault::CrashBetweenOutputs {
+                    emitted: Some(emitted),
+                    restart_after_us,
+                },
+            },
+        )),
+        Fault::Pause {
+            node,
+            node_step,
+            after_outputs,
+            duration_us,
+        } => Some((
+            node,
+            node_step,
+            StepFault::Pause {
+                after_outputs: Some(after_outputs),
+                duration_us,
+            },
+        )),
+        Fault::ClockJump {
+            node,
+            node_step,
+            delta_us,
+        } => Some((node, node_step, StepFault::ClockJump { delta_us })),
+        _ => None,
+    }
+}
+
+/// Take the first timed fault whose window holds `now_us` and whose tag (if
+/// any) is `tag`, dropping those whose window has passed.
+fn take_timed<T: Copy>(
+    list: Option<&mut Vec<Timed<T>>>,
+    now_us: u64,
+    tag: &dyn Fn() -> u64,
+) -> Option<T> {
+    let list = list?;
+    list.retain(|(_, to, _, _)| *to >= now_us);
+    let mut this_tag = None;
+    let i = list.iter().position(|(from, _, want, _)| {
+        *from <= now_us && want.is_none_or(|w| w == *this_tag.get_or_insert_with(tag))
+    })?;
+    Some(list.remove(i).3)
 }
 
 pub struct FaultInjector {
@@ -353,47 +440,11 @@ impl FaultInjector {
                 let mut messages = BTreeMap::new();
                 let mut scheduled = Vec::new();
                 for fault in plan.faults {
+                    if let Some((node, node_step, f)) = step_fault_of(&fault) {
+                        steps.insert((node, node_step), f);
+                        continue;
+                    }
                     match fault {
-                        Fault::Crash {
-                            node,
-                            node_step,
-                            point,
-                            restart_after_us,
-                        } => {
-                            let f = match point {
-                                CrashPoint::BeforeInput => {
-                                    StepFault::CrashBeforeInput { restart_after_us }
-                                }
-                                CrashPoint::BetweenOutputs { emitted } => {
-                                    StepFault::CrashBetweenOutputs {
-                                        emitted: Some(emitted),
-                                        restart_after_us,
-                                    }
-                                }
-                            };
-                            steps.insert((node, node_step), f);
-                        }
-                        Fault::Pause {
-                            node,
-                            node_step,
-                            after_outputs,
-                            duration_us,
-                        } => {
-                            steps.insert(
-                                (node, node_step),
-                                StepFault::Pause {
-                                    after_outputs: Some(after_outputs),
-                                    duration_us,
-                                },
-                            );
-                        }
-                        Fault::ClockJump {
-                            node,
-                            node_step,
-                            delta_us,
-                        } => {
-                            steps.insert((node, node_step), StepFault::ClockJump { delta_us });
-                        }
                         Fault::Message {
                             node,
                             msg,
@@ -410,10 +461,82 @@ impl FaultInjector {
                     }
                 }
                 FaultInjector {
-                    mode: Mode::Plan { steps, messages },
+                    mode: Mode::Plan {
+                        steps,
+                        messages,
+                        timed_steps: BTreeMap::new(),
+                        timed_messages: BTreeMap::new(),
+                        decided: BTreeMap::new(),
+                    },
                     fault_phase_end_us,
                     scheduled,
                 }
+            }
+            FaultSource::Timed(mut faults) => {
+                faults.sort_by_key(|t| t.from_us);
+                let mut timed_steps: BTreeMap<NodeId, Vec<_>> = BTreeMap::new();
+                let mut timed_messages: BTreeMap<(NodeId, Leg), Vec<_>> = BTreeMap::new();
+                let mut scheduled = Vec::new();
+                for TimedFault {
+                    fault,
+                    from_us,
+                    to_us,
+                    tag,
+                } in faults
+                {
+                    if let Some((node, _, f)) = step_fault_of(&fault) {
+                        timed_steps
+                            .entry(node)
+                            .or_default()
+                            .push((from_us, to_us, tag, f));
+                        continue;
+                    }
+                    match fault {
+                        Fault::Message {
+                            node, leg, action, ..
+                        } => timed_messages
+                            .entry((node, leg))
+                            .or_default()
+                            .push((from_us, to_us, tag, action)),
+                        f @ (Fault::CrashAt { .. }
+                        | Fault::PauseAt { .. }
+                        | Fault::Partition { .. }
+                        | Fault::StoreOutage { .. }) => scheduled.push(f),
+                        f => assert!(!f.is_planned(), "unhandled planned fault {f:?}"),
+                    }
+                }
+                FaultInjector {
+                    mode: Mode::Plan {
+                        steps: BTreeMap::new(),
+                        messages: BTreeMap::new(),
+                        timed_steps,
+                        timed_messages,
+                        decided: BTreeMap::new(),
+                    },
+                    fault_phase_end_us,
+                    scheduled,
+                }
+            }
+        }
+    }
+
+    /// When an injected fault was decided (plan and timed modes): the step
+    /// or the sending of the message it struck (for a reply, when the
+    /// request left), or its set time; and the tag of that step or message
+    /// (0 for a fault at a set time). `None` in generate mode.
+    pub fn decided(&self, fault: &Fault) -> Option<(u64, u64)> {
+        let Mode::Plan { decided, .. } = &self.mode else {
+            return None;
+        };
+        match *fault {
+            Fault::CrashAt { at_us, .. }
+            | Fault::PauseAt { at_us, .. }
+            | Fault::Partition { at_us, .. }
+            | Fault::StoreOutage { at_us, .. } => Some((at_us, 0)),
+            Fault::Message { node, msg, leg, .. } => decided.get(&(node, msg, Some(leg))).copied(),
+            ref f => {
+                let (node, node_step, _) = step_fault_of(f)?;
+                decided.get(&(node, node_step, None)).copied()
             }
         }
     }
@@ -448,16 +571,31 @@ impl FaultInjector {
     }
 
     /// The fault (if any) for this node's `node_step`-th step at `now_us`.
+    /// `tag` names the step's input (plan modes only ask for it).
     pub fn step_fault(
         &mut self,
         node: NodeId,
         node_step: u64,
         now_us: u64,
         targets: FaultTargets,
+        tag: &dyn Fn() -> u64,
     ) -> Option<StepFault> {
         let in_phase = now_us < self.fault_phase_end_us;
         match &mut self.mode {
-            Mode::Plan { steps, .. } => steps.remove(&(node, node_step)),
+            Mode::Plan {
+                steps,
+                timed_steps,
+                decided,
+                ..
+            } => {
+                let f = steps
+                    .remove(&(node, node_step))
+                    .or_else(|| take_timed(timed_steps.get_mut(&node), now_us, tag));
+                if f.is_some() {
+                    decided.insert((node, node_step, None), (now_us, tag()));
+                }
+                f
+            }
             Mode::Generate {
                 rates, per_node, ..
             } => {
@@ -529,6 +667,7 @@ impl FaultInjector {
 
     /// The fault (if any) for message `msg` of `node` on `leg`. `rng` is the
     /// node's own message-fault stream, drawn from the same amount every time.
+    /// `tag` names the message (plan modes only ask for it).
     pub fn message_fault(
         &mut self,
         node: NodeId,
@@ -536,10 +675,24 @@ impl FaultInjector {
         leg: Leg,
         now_us: u64,
         rng: &mut ChaCha8Rng,
+        tag: &dyn Fn() -> u64,
     ) -> Option<MessageAction> {
         let in_phase = now_us < self.fault_phase_end_us;
         match &mut self.mode {
-            Mode::Plan { messages, .. } => messages.remove(&(node, msg, leg)),
+            Mode::Plan {
+                messages,
+                timed_messages,
+                decided,
+                ..
+            } => {
+                let f = messages
+                    .remove(&(node, msg, leg))
+                    .or_else(|| take_timed(timed_messages.get_mut(&(node, leg)), now_us, tag));
+                if f.is_some() {
+                    decided.insert((node, msg, Some(leg)), (now_us, tag()));
+                }
+                f
+            }
             Mode::Generate { rates, .. } => {
                 if !in_phase {
                     return None;

@@ -24,7 +24,7 @@ pub mod trace_hash;
 pub use clock::LocalClock;
 pub use faults::{
     CrashPoint, Direction, Fault, FaultInjector, FaultPlan, FaultRates, FaultSource, FaultTargets,
-    Leg, LegRates, Link, MessageAction, OutageMode,
+    Leg, LegRates, Link, MessageAction, OutageMode, TimedFault,
 };
 pub use node::{Node, NodeId, NodeSpec};
 pub use queue::EventQueue;

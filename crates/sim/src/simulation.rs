@@ -87,6 +87,11 @@ pub struct RunStats {
     /// the run.
     #[serde(skip)]
     pub plan: FaultPlan,
+    /// For a run driven by a plan (exact or timed): when each fault of
+    /// `plan` was decided and the tag of what it struck (see
+    /// `FaultInjector::decided`). Empty otherwise.
+    #[serde(skip)]
+    pub plan_decided: Vec<(u64, u64)>,
 }
 
 /// Everything decided about a request when it was sent.
@@ -474,6 +479,12 @@ impl<N: Node> Simulation<N> {
             max_queue_len: self.max_queue_len,
             queue_len_total: self.queue_len_total,
             trace_hash: self.hasher.digest(),
+            plan_decided: self
+                .plan
+                .faults
+                .iter()
+                .map_while(|f| self.faults.decided(f))
+                .collect(),
             plan: std::mem::take(&mut self.plan),
         }
     }
@@ -704,7 +715,10 @@ impl<N: Node> Simulation<N> {
             };
             (slot.incarnation, slot.steps, targets)
         };
-        let fault = self.faults.step_fault(node, node_step, now_us, targets);
+        let tag = || input_tag(&input);
+        let fault = self
+            .faults
+            .step_fault(node, node_step, now_us, targets, &tag);
         match fault {
             Some(StepFault::CrashBeforeInput { restart_after_us }) => {
                 self.fault(
@@ -879,12 +893,13 @@ impl<N: Node> Simulation<N> {
         let reply_latency_us = in_range(back, net.latency_us_min, net.latency_us_max);
         let work_raw = slot.work_rng.random::<u64>();
         let now_us = self.now_us;
+        let tag = || message_tag(&output);
         let fault = self
             .faults
-            .message_fault(node, msg, leg, now_us, &mut slot.fault_rng);
+            .message_fault(node, msg, leg, now_us, &mut slot.fault_rng, &tag);
         let reply_fault =
             self.faults
-                .message_fault(node, msg, reply_leg, now_us, &mut slot.fault_rng);
+                .message_fault(node, msg, reply_leg, now_us, &mut slot.fault_rng, &tag);
         let cut = slot.is_cut(leg);
         let actor = Actor::Node { node, incarnation };
         let work_us = match &output {
@@ -1270,4 +1285,37 @@ pub fn queue_floor<K, V>(events: u64, depth: usize, seed: u64) -> u64 {
         queue.push(now_us + next_delay_us(), event);
     }
     checksum
+}
+
+/// What a step handles, for faults placed by time (`FaultSource::Timed`).
+fn input_tag<K, V>(input: &Input<K, V>) -> u64 {
+    match input {
+        Input::Start => 0,
+        Input::Timeout => 1,
+        Input::StoreReply { .. } => 2,
+        Input::EffectReply { .. } => 3,
+    }
+}
+
+/// What a message asks, for faults placed by time: the kind of store request
+/// and its key, or the service, resource and step of an effect call.
+fn message_tag<K: Hash, V, E>(output: &Output<K, V, E>) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    match output {
+        Output::Store { op, .. } => {
+            let (kind, key) = match op {
+                StoreRequest::Get { key } => (0u8, key),
+                StoreRequest::CreateIfAbsent { key, .. } => (1, key),
+                StoreRequest::PutIfVersion { key, .. } => (2, key),
+                StoreRequest::PutUnconditional { key, .. } => (3, key),
+                StoreRequest::DeleteIfVersion { key, .. } => (4, key),
+                StoreRequest::Scan { start, .. } => (5, start),
+                StoreRequest::ScanIndex { start, .. } => (6, start),
+            };
+            (kind, key).hash(&mut h);
+        }
+        Output::Effect { call, .. } => (7u8, call.service.0, call.resource, call.step).hash(&mut h),
+        Output::Event(_) | Output::Exit => {}
+    }
+    h.finish()
 }
