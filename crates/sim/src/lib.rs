@@ -27,7 +27,7 @@ pub use faults::{
     Leg, LegRates, Link, MessageAction, OutageMode, TimedFault,
 };
 pub use node::{Node, NodeId, NodeSpec};
-pub use queue::EventQueue;
+pub use queue::{EventQueue, TimerQueue};
 pub use record::{Actor, InputSummary, LossReason, NullObserver, Observer, Record, RecordKind};
 pub use rng::{Concern, RngStreams};
 pub use services::{Dedup, EffectService, ServiceSpec};

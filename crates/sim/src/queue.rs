@@ -226,12 +226,177 @@ impl<T> EventQueue<T> {
         self.heap.first().map(|k| k.time_us)
     }
 
+    /// The next event's `(time, sequence)`: its place in the run's order.
+    #[inline]
+    pub fn peek_order(&self) -> Option<(u64, u64)> {
+        self.heap
+            .first()
+            .map(|k| (k.time_us, k.seq_slot >> SLOT_BITS))
+    }
+
+    /// A sequence number for something ordered with the events but kept
+    /// elsewhere (a [`TimerQueue`] entry).
+    #[inline]
+    pub fn next_seq(&mut self) -> u64 {
+        self.reserve_seqs(1)
+    }
+
     pub fn len(&self) -> usize {
         self.heap.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()
+    }
+}
+
+/// No timer: a node's place in `TimerQueue::pos`.
+const NOT_ARMED: u32 = u32::MAX;
+
+/// At most one timer per node, ordered by `(time, sequence)` with the same
+/// sequence numbers as the events, so timers and events interleave exactly
+/// as if timers were events. Unlike an event, a timer moves: re-arming
+/// updates its key in place (an indexed binary heap). Nodes re-arm on most
+/// steps; as events, every re-arm left a stale timer to pop and skip, a
+/// fifth of all events.
+pub struct TimerQueue {
+    /// A binary min-heap of `(time_us, seq, node)`.
+    heap: Vec<(u64, u64, u32)>,
+    /// Each node's index in `heap`, or `NOT_ARMED`.
+    pos: Vec<u32>,
+}
+
+impl TimerQueue {
+    pub fn new() -> TimerQueue {
+        TimerQueue {
+            heap: Vec::new(),
+            pos: Vec::new(),
+        }
+    }
+
+    /// Make room for node `node` (nodes are numbered densely from 0).
+    pub fn add_node(&mut self, node: u32) {
+        assert_eq!(node as usize, self.pos.len(), "nodes are added in order");
+        assert!(node < NOT_ARMED);
+        self.pos.push(NOT_ARMED);
+    }
+
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+
+    pub fn is_armed(&self, node: u32) -> bool {
+        self.pos[node as usize] != NOT_ARMED
+    }
+
+    /// Arm `node`'s timer at `(time_us, seq)`, replacing any it had.
+    pub fn set(&mut self, node: u32, time_us: u64, seq: u64) {
+        let at = self.pos[node as usize];
+        if at == NOT_ARMED {
+            let i = self.heap.len();
+            self.heap.push((time_us, seq, node));
+            self.pos[node as usize] = i as u32;
+            self.sift_up(i);
+        } else {
+            let i = at as usize;
+            debug_assert_eq!(self.heap[i].2, node);
+            let earlier = (time_us, seq) < (self.heap[i].0, self.heap[i].1);
+            self.heap[i] = (time_us, seq, node);
+            if earlier {
+                self.sift_up(i);
+            } else {
+                self.sift_down(i);
+            }
+        }
+        debug_assert_eq!(self.heap[self.pos[node as usize] as usize].2, node);
+    }
+
+    /// Disarm `node`'s timer, if armed.
+    pub fn remove(&mut self, node: u32) {
+        let at = self.pos[node as usize];
+        if at == NOT_ARMED {
+            return;
+        }
+        self.take(at as usize);
+    }
+
+    /// The earliest timer: `(time_us, seq, node)`.
+    #[inline]
+    pub fn peek(&self) -> Option<(u64, u64, u32)> {
+        self.heap.first().copied()
+    }
+
+    /// Remove the earliest timer; returns `(time_us, node)`.
+    pub fn pop(&mut self) -> Option<(u64, u32)> {
+        let (time_us, _, node) = *self.heap.first()?;
+        self.take(0);
+        Some((time_us, node))
+    }
+
+    fn take(&mut self, i: usize) {
+        let node = self.heap[i].2;
+        let last = self.heap.pop().expect("an armed timer is in the heap");
+        self.pos[node as usize] = NOT_ARMED;
+        if i < self.heap.len() {
+            self.heap[i] = last;
+            self.pos[last.2 as usize] = i as u32;
+            // The moved entry may belong above or below `i`.
+            self.sift_up(i);
+            let j = self.pos[last.2 as usize] as usize;
+            self.sift_down(j);
+        }
+    }
+
+    fn order(&self, i: usize) -> (u64, u64) {
+        (self.heap[i].0, self.heap[i].1)
+    }
+
+    fn swap(&mut self, a: usize, b: usize) {
+        self.heap.swap(a, b);
+        self.pos[self.heap[a].2 as usize] = a as u32;
+        self.pos[self.heap[b].2 as usize] = b as u32;
+    }
+
+    fn sift_up(&mut self, mut i: usize) {
+        // Bounded by the depth, log2(len).
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if self.order(parent) <= self.order(i) {
+                break;
+            }
+            self.swap(i, parent);
+            i = parent;
+        }
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        let n = self.heap.len();
+        // Bounded by the depth, log2(len).
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut min = i;
+            if l < n && self.order(l) < self.order(min) {
+                min = l;
+            }
+            if r < n && self.order(r) < self.order(min) {
+                min = r;
+            }
+            if min == i {
+                break;
+            }
+            self.swap(i, min);
+            i = min;
+        }
+    }
+}
+
+impl Default for TimerQueue {
+    fn default() -> Self {
+        TimerQueue::new()
     }
 }
 
@@ -330,5 +495,68 @@ mod tests {
     fn refuses_an_unreserved_sequence() {
         let mut q = EventQueue::new(2);
         q.push_reserved(1, 0, ());
+    }
+
+    #[test]
+    fn timers_move_and_pop_in_order() {
+        let mut t = TimerQueue::new();
+        for node in 0..5 {
+            t.add_node(node);
+        }
+        t.set(0, 50, 1);
+        t.set(1, 10, 2);
+        t.set(2, 30, 3);
+        t.set(3, 30, 4);
+        t.set(1, 60, 5); // moved later
+        t.set(2, 5, 6); // moved earlier
+        t.remove(3);
+        t.remove(4); // never armed: nothing happens
+        assert_eq!(t.len(), 3);
+        assert!(!t.is_armed(3));
+        assert_eq!(t.pop(), Some((5, 2)));
+        assert_eq!(t.pop(), Some((50, 0)));
+        assert_eq!(t.pop(), Some((60, 1)));
+        assert_eq!(t.pop(), None);
+    }
+
+    #[test]
+    fn timers_match_a_reference_under_random_moves() {
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        let nodes = 50u32;
+        let mut t = TimerQueue::new();
+        let mut reference: Vec<Option<(u64, u64)>> = vec![None; nodes as usize];
+        for node in 0..nodes {
+            t.add_node(node);
+        }
+        let mut seq = 0;
+        for _ in 0..20_000 {
+            let node = rng.random_range(0..nodes);
+            match rng.random_range(0..4) {
+                0 => {
+                    t.remove(node);
+                    reference[node as usize] = None;
+                }
+                1 => {
+                    let expected = reference
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(n, k)| k.map(|(time, s)| (time, s, n as u32)))
+                        .min();
+                    assert_eq!(t.peek(), expected);
+                    if let Some((time, _, n)) = expected {
+                        assert_eq!(t.pop(), Some((time, n)));
+                        reference[n as usize] = None;
+                    }
+                }
+                _ => {
+                    seq += 1;
+                    let time = rng.random_range(0..1_000);
+                    t.set(node, time, seq);
+                    reference[node as usize] = Some((time, seq));
+                }
+            }
+            assert_eq!(t.len(), reference.iter().flatten().count());
+        }
     }
 }

@@ -13,7 +13,7 @@ use crate::faults::{
     MAX_FAULTS_PER_RUN, MessageAction, OutageMode, StepFault,
 };
 use crate::node::{Node, NodeId, NodeSpec};
-use crate::queue::EventQueue;
+use crate::queue::{EventQueue, TimerQueue};
 use crate::record::{Actor, InputSummary, LossReason, Observer, Record, RecordKind};
 use crate::rng::{Concern, RngStreams, halves, in_range};
 use crate::services::{EffectService, ServiceSpec};
@@ -114,11 +114,6 @@ enum Event<K, V> {
     Boot {
         node: NodeId,
     },
-    Timer {
-        node: NodeId,
-        incarnation: u32,
-        generation: u64,
-    },
     ToNode {
         node: NodeId,
         incarnation: u32,
@@ -163,7 +158,8 @@ struct Slot<N: Node> {
     steps: u64,
     /// Messages sent over all incarnations: the coordinate message faults use.
     msgs: u64,
-    timer_generation: u64,
+    /// When the node wants to wake (its `poll_timeout`, on its own clock);
+    /// armed in `Simulation::timers` at the matching simulated time.
     timer_at: Option<leasehold_interface::Instant>,
     paused_until_us: Option<u64>,
     /// Outputs produced before a pause struck, with the time they were decided.
@@ -227,6 +223,8 @@ pub struct Simulation<N: Node> {
     faults: FaultInjector,
     streams: RngStreams,
     hasher: TraceHasher,
+    /// Node wake-ups, ordered with the events by the same sequence numbers.
+    timers: TimerQueue,
     events: u64,
     plan: FaultPlan,
     max_queue_len: usize,
@@ -305,6 +303,7 @@ impl<N: Node> Simulation<N> {
             workload: None,
             streams,
             hasher: TraceHasher::new(),
+            timers: TimerQueue::new(),
             events: 0,
             plan: FaultPlan::default(),
             max_queue_len: 0,
@@ -315,6 +314,7 @@ impl<N: Node> Simulation<N> {
 
     pub fn add_node(&mut self, spec: NodeSpec) -> NodeId {
         let id = NodeId(self.slots.len() as u32);
+        self.timers.add_node(id.0);
         assert!(
             self.slots
                 .iter()
@@ -331,7 +331,6 @@ impl<N: Node> Simulation<N> {
             incarnation: 0,
             steps: 0,
             msgs: 0,
-            timer_generation: 0,
             timer_at: None,
             paused_until_us: None,
             held: Vec::new(),
@@ -435,8 +434,18 @@ impl<N: Node> Simulation<N> {
             .push(self.config.fault_phase_end_us, Event::HealPhase);
         let limits = self.config.limits;
         let stop = loop {
-            let Some(next_us) = self.queue.peek_time_us() else {
-                break StopReason::Quiescent;
+            // The next of the events and the timers, by (time, sequence).
+            let next_event = self.queue.peek_order();
+            let next_timer = self.timers.peek();
+            let (next_us, timer_first) = match (next_event, next_timer) {
+                (None, None) => break StopReason::Quiescent,
+                (Some((time_us, _)), None) => (time_us, false),
+                (None, Some((time_us, _, _))) => (time_us, true),
+                (Some(event), Some((time_us, seq, _))) => {
+                    assert_ne!(event, (time_us, seq), "sequence numbers are unique");
+                    let timer_first = (time_us, seq) < event;
+                    (if timer_first { time_us } else { event.0 }, timer_first)
+                }
             };
             if next_us > limits.max_sim_time_us {
                 self.now_us = limits.max_sim_time_us;
@@ -448,12 +457,20 @@ impl<N: Node> Simulation<N> {
             if self.events >= limits.max_events {
                 break StopReason::EventLimit;
             }
+            let queued = self.queue.len() + self.timers.len();
+            self.max_queue_len = self.max_queue_len.max(queued);
+            self.queue_len_total += queued as u64;
+            self.events += 1;
+            if timer_first {
+                let (time_us, node) = self.timers.pop().expect("peeked");
+                assert!(time_us >= self.now_us, "time went backwards");
+                self.now_us = time_us;
+                self.fire_timer(NodeId(node), observer);
+                continue;
+            }
             let (time_us, event) = self.queue.pop().expect("peeked");
             assert!(time_us >= self.now_us, "time went backwards");
             self.now_us = time_us;
-            self.events += 1;
-            self.max_queue_len = self.max_queue_len.max(self.queue.len() + 1);
-            self.queue_len_total += self.queue.len() as u64 + 1;
             if let Event::ToStore {
                 env:
                     Envelope {
@@ -512,25 +529,6 @@ impl<N: Node> Simulation<N> {
     ) {
         match event {
             Event::Boot { node } => self.boot(node, observer),
-            Event::Timer {
-                node,
-                incarnation,
-                generation,
-            } => {
-                let slot = &self.slots[node.index()];
-                if slot.incarnation != incarnation
-                    || slot.node.is_none()
-                    || slot.timer_generation != generation
-                {
-                    return; // superseded timer: not an event anyone observes
-                }
-                if let Some(until) = slot.paused_until_us {
-                    self.queue.push(until, event);
-                    return;
-                }
-                self.slots[node.index()].timer_at = None;
-                self.step(node, Input::Timeout, observer);
-            }
             Event::ToNode {
                 node,
                 incarnation,
@@ -658,6 +656,27 @@ impl<N: Node> Simulation<N> {
         }
     }
 
+    /// A node's wake-up time has come (its timer just left `timers`).
+    fn fire_timer<O: Observer<N::Key, N::Value, N::Event>>(
+        &mut self,
+        node: NodeId,
+        observer: &mut O,
+    ) {
+        let slot = &self.slots[node.index()];
+        // Disarmed whenever a node goes down: a timer is always the live
+        // incarnation's.
+        assert!(slot.node.is_some(), "timer of a node that is down");
+        assert!(slot.timer_at.is_some(), "timer without a wake-up");
+        if let Some(until) = slot.paused_until_us {
+            // Frozen: it wakes up when the pause ends.
+            let seq = self.queue.next_seq();
+            self.timers.set(node.0, until, seq);
+            return;
+        }
+        self.slots[node.index()].timer_at = None;
+        self.step(node, Input::Timeout, observer);
+    }
+
     fn boot<O: Observer<N::Key, N::Value, N::Event>>(&mut self, node: NodeId, observer: &mut O) {
         let slot = &mut self.slots[node.index()];
         assert!(slot.node.is_none(), "boot of a running node");
@@ -665,7 +684,7 @@ impl<N: Node> Simulation<N> {
         let incarnation = slot.incarnation;
         slot.node = Some((self.factory)(node, incarnation));
         slot.timer_at = None;
-        slot.timer_generation += 1;
+        debug_assert!(!self.timers.is_armed(node.0), "disarmed when it went down");
         if incarnation > 1 {
             self.fault(Fault::Restart { node, incarnation }, observer);
         }
@@ -1226,19 +1245,16 @@ impl<N: Node> Simulation<N> {
         if wanted == slot.timer_at {
             return;
         }
-        slot.timer_generation += 1;
         slot.timer_at = wanted;
-        if let Some(local) = wanted {
-            let at = slot.spec.clock.sim_time_for(local).max(now_us);
-            let (incarnation, generation) = (slot.incarnation, slot.timer_generation);
-            self.queue.push(
-                at,
-                Event::Timer {
-                    node,
-                    incarnation,
-                    generation,
-                },
-            );
+        match wanted {
+            Some(local) => {
+                let at = slot.spec.clock.sim_time_for(local).max(now_us);
+                // A fresh sequence number: the timer orders as if it had been
+                // pushed as an event now.
+                let seq = self.queue.next_seq();
+                self.timers.set(node.0, at, seq);
+            }
+            None => self.timers.remove(node.0),
         }
     }
 
@@ -1247,7 +1263,7 @@ impl<N: Node> Simulation<N> {
         let slot = &mut self.slots[node.index()];
         slot.node = None;
         slot.timer_at = None;
-        slot.timer_generation += 1;
+        self.timers.remove(node.0);
         slot.paused_until_us = None;
         slot.held.clear();
         self.queue
