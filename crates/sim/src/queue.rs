@@ -250,17 +250,21 @@ impl<T> EventQueue<T> {
     }
 }
 
+/// Children per timer-heap node: half the depth of a binary heap, and at
+/// 10,000 nodes each level down is a likely cache miss.
+const TIMER_ARITY: usize = 4;
+
 /// No timer: a node's place in `TimerQueue::pos`.
 const NOT_ARMED: u32 = u32::MAX;
 
 /// At most one timer per node, ordered by `(time, sequence)` with the same
 /// sequence numbers as the events, so timers and events interleave exactly
 /// as if timers were events. Unlike an event, a timer moves: re-arming
-/// updates its key in place (an indexed binary heap). Nodes re-arm on most
+/// updates its key in place (an indexed 4-ary heap). Nodes re-arm on most
 /// steps; as events, every re-arm left a stale timer to pop and skip, a
 /// fifth of all events.
 pub struct TimerQueue {
-    /// A binary min-heap of `(time_us, seq, node)`.
+    /// A 4-ary min-heap of `(time_us, seq, node)`.
     heap: Vec<(u64, u64, u32)>,
     /// Each node's index in `heap`, or `NOT_ARMED`.
     pos: Vec<u32>,
@@ -351,46 +355,57 @@ impl TimerQueue {
         }
     }
 
-    fn order(&self, i: usize) -> (u64, u64) {
-        (self.heap[i].0, self.heap[i].1)
-    }
-
-    fn swap(&mut self, a: usize, b: usize) {
-        self.heap.swap(a, b);
-        self.pos[self.heap[a].2 as usize] = a as u32;
-        self.pos[self.heap[b].2 as usize] = b as u32;
-    }
-
+    /// Move the entry at `i` up to its place: parents move down into the
+    /// hole, the entry is written once.
     fn sift_up(&mut self, mut i: usize) {
-        // Bounded by the depth, log2(len).
+        let entry = self.heap[i];
+        let order = (entry.0, entry.1);
+        // Bounded by the depth, log4(len).
         while i > 0 {
-            let parent = (i - 1) / 2;
-            if self.order(parent) <= self.order(i) {
+            let parent = (i - 1) / TIMER_ARITY;
+            let p = self.heap[parent];
+            if (p.0, p.1) <= order {
                 break;
             }
-            self.swap(i, parent);
+            self.heap[i] = p;
+            self.pos[p.2 as usize] = i as u32;
             i = parent;
         }
+        self.heap[i] = entry;
+        self.pos[entry.2 as usize] = i as u32;
     }
 
+    /// Move the entry at `i` down to its place: the smallest child moves up
+    /// into the hole, the entry is written once.
     fn sift_down(&mut self, mut i: usize) {
         let n = self.heap.len();
-        // Bounded by the depth, log2(len).
+        let entry = self.heap[i];
+        let order = (entry.0, entry.1);
+        // Bounded by the depth, log4(len).
         loop {
-            let (l, r) = (2 * i + 1, 2 * i + 2);
-            let mut min = i;
-            if l < n && self.order(l) < self.order(min) {
-                min = l;
-            }
-            if r < n && self.order(r) < self.order(min) {
-                min = r;
-            }
-            if min == i {
+            let first = TIMER_ARITY * i + 1;
+            if first >= n {
                 break;
             }
-            self.swap(i, min);
-            i = min;
+            let mut child = first;
+            let mut child_order = (self.heap[first].0, self.heap[first].1);
+            for c in first + 1..(first + TIMER_ARITY).min(n) {
+                let o = (self.heap[c].0, self.heap[c].1);
+                if o < child_order {
+                    child = c;
+                    child_order = o;
+                }
+            }
+            if order <= child_order {
+                break;
+            }
+            let moved = self.heap[child];
+            self.heap[i] = moved;
+            self.pos[moved.2 as usize] = i as u32;
+            i = child;
         }
+        self.heap[i] = entry;
+        self.pos[entry.2 as usize] = i as u32;
     }
 }
 
