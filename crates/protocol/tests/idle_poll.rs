@@ -101,9 +101,10 @@ impl Harness {
                     continue;
                 };
                 let asked = match &op {
-                    StoreRequest::ScanIndex { start, .. }
-                        if matches!(start, DocKey::PendingIdx { .. }) =>
-                    {
+                    StoreRequest::ScanIndex {
+                        start: DocKey::PendingIdx { .. },
+                        ..
+                    } => {
                         self.polls_at_ms.push(self.now.as_millis());
                         Asked::Poll
                     }
