@@ -351,6 +351,19 @@ enum Mode {
     },
 }
 
+/// A planned fault that is neither a step nor a message fault: a time-based
+/// one goes on the schedule; anything else is a consequence the simulator
+/// records, never one a plan may ask for.
+fn schedule(fault: Fault, scheduled: &mut Vec<Fault>) {
+    match fault {
+        Fault::CrashAt { .. }
+        | Fault::PauseAt { .. }
+        | Fault::Partition { .. }
+        | Fault::StoreOutage { .. } => scheduled.push(fault),
+        f => assert!(!f.is_planned(), "unhandled planned fault {f:?}"),
+    }
+}
+
 /// The step fault a planned [`Fault`] describes, if it is one.
 fn step_fault_of(fault: &Fault) -> Option<(NodeId, u64, StepFault)> {
     match *fault {
@@ -453,11 +466,7 @@ impl FaultInjector {
                         } => {
                             messages.insert((node, msg, leg), action);
                         }
-                        f @ (Fault::CrashAt { .. }
-                        | Fault::PauseAt { .. }
-                        | Fault::Partition { .. }
-                        | Fault::StoreOutage { .. }) => scheduled.push(f),
-                        f => assert!(!f.is_planned(), "unhandled planned fault {f:?}"),
+                        f => schedule(f, &mut scheduled),
                     }
                 }
                 FaultInjector {
@@ -498,11 +507,7 @@ impl FaultInjector {
                             .entry((node, leg))
                             .or_default()
                             .push((from_us, to_us, tag, action)),
-                        f @ (Fault::CrashAt { .. }
-                        | Fault::PauseAt { .. }
-                        | Fault::Partition { .. }
-                        | Fault::StoreOutage { .. }) => scheduled.push(f),
-                        f => assert!(!f.is_planned(), "unhandled planned fault {f:?}"),
+                        f => schedule(f, &mut scheduled),
                     }
                 }
                 FaultInjector {
