@@ -31,14 +31,14 @@ fn explain_tells_the_story_and_ends_in_the_violation() {
     );
 }
 
-#[test]
-fn perfetto_export_is_chrome_trace_json() {
-    let path = std::env::temp_dir().join(format!("leasehold-perfetto-{}.json", std::process::id()));
+/// Export the minimal failure in `format`; returns the file's text.
+fn export_minimal(format: &str, file_name: &str) -> String {
+    let path = std::env::temp_dir().join(format!("leasehold-{}-{file_name}", std::process::id()));
     let o = leasehold(&[
         "export",
         MINIMAL,
         "--format",
-        "perfetto",
+        format,
         "--out",
         path.to_str().unwrap(),
     ]);
@@ -48,8 +48,15 @@ fn perfetto_export_is_chrome_trace_json() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    let text = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    text
+}
+
+#[test]
+fn perfetto_export_is_chrome_trace_json() {
     let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        serde_json::from_str(&export_minimal("perfetto", "perfetto.json")).unwrap();
     let events = v["traceEvents"].as_array().unwrap();
     let spans: Vec<_> = events
         .iter()
@@ -91,22 +98,7 @@ fn perfetto_export_is_chrome_trace_json() {
 
 #[test]
 fn svg_export_draws_lanes_and_the_violation() {
-    let path = std::env::temp_dir().join(format!("leasehold-swimlane-{}.svg", std::process::id()));
-    let o = leasehold(&[
-        "export",
-        MINIMAL,
-        "--format",
-        "svg",
-        "--out",
-        path.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let svg = std::fs::read_to_string(&path).unwrap();
+    let svg = export_minimal("svg", "swimlane.svg");
     assert!(svg.starts_with("<svg"), "{}", &svg[..100.min(svg.len())]);
     // A lane for the worker the shrunk run kept.
     let failure: serde_json::Value =

@@ -187,8 +187,8 @@ pub fn sweep() -> DetectionChart {
     DetectionChart { points }
 }
 
-impl DetectionChart {
-    pub fn violations(&self) -> Vec<String> {
+impl super::render::SweptChart for DetectionChart {
+    fn violations(&self) -> Vec<String> {
         let mut v: Vec<String> = self
             .points
             .iter()
@@ -205,7 +205,7 @@ impl DetectionChart {
         v
     }
 
-    pub fn table(&self) -> super::table::Table {
+    fn table(&self) -> super::table::Table {
         let mut t = super::table::Table::new(vec![
             "heartbeat_interval_s",
             "lease_timeout_s",

@@ -231,8 +231,8 @@ pub fn sweep() -> LoadChart {
     chart
 }
 
-impl LoadChart {
-    pub fn violations(&self) -> Vec<String> {
+impl super::render::SweptChart for LoadChart {
+    fn violations(&self) -> Vec<String> {
         self.points
             .iter()
             .chain(&self.friday_rush)
@@ -240,7 +240,7 @@ impl LoadChart {
             .collect()
     }
 
-    pub fn table(&self) -> super::table::Table {
+    fn table(&self) -> super::table::Table {
         let mut t = super::table::Table::new(vec![
             "scenario",
             "mode",

@@ -128,15 +128,15 @@ pub fn sweep() -> StoreLoadChart {
     StoreLoadChart { points }
 }
 
-impl StoreLoadChart {
-    pub fn violations(&self) -> Vec<String> {
+impl super::render::SweptChart for StoreLoadChart {
+    fn violations(&self) -> Vec<String> {
         self.points
             .iter()
             .flat_map(|p| p.violations.clone())
             .collect()
     }
 
-    pub fn table(&self) -> super::table::Table {
+    fn table(&self) -> super::table::Table {
         let mut headers = vec!["workers"];
         headers.extend(KIND_COLUMNS);
         headers.extend([

@@ -52,6 +52,13 @@ pub trait ChartImage {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
 }
 
+/// A chart measured by sweeping simulations: its image, its data as a table
+/// (printed and written as CSV), and what the sweep's runs violated.
+pub trait SweptChart: ChartImage {
+    fn table(&self) -> super::table::Table;
+    fn violations(&self) -> Vec<String>;
+}
+
 /// Plotters errors carry the backend's error type; the CLI wants a line.
 pub fn err<E: std::fmt::Debug>(e: E) -> String {
     format!("{e:?}")

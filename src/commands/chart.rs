@@ -1,6 +1,5 @@
 use super::{EXIT_OK, EXIT_VIOLATION, bad_input};
-use leasehold::charts::render::{ChartImage, write_images};
-use leasehold::charts::table::Table;
+use leasehold::charts::render::{SweptChart, write_images};
 use leasehold::charts::{ChartKind, Formats, chart_detection, chart_load, chart_store_load};
 use std::path::Path;
 use std::time::Instant;
@@ -31,39 +30,9 @@ pub fn chart(kind: &str, out: &Path, format: &str) -> u8 {
         let chart_started = Instant::now();
         println!("== {} ==", kind.name());
         let result = match kind {
-            ChartKind::Load => {
-                let chart = chart_load::sweep();
-                emit(
-                    &chart,
-                    &chart.table(),
-                    chart.violations(),
-                    out,
-                    kind,
-                    formats,
-                )
-            }
-            ChartKind::StoreLoad => {
-                let chart = chart_store_load::sweep();
-                emit(
-                    &chart,
-                    &chart.table(),
-                    chart.violations(),
-                    out,
-                    kind,
-                    formats,
-                )
-            }
-            ChartKind::Detection => {
-                let chart = chart_detection::sweep();
-                emit(
-                    &chart,
-                    &chart.table(),
-                    chart.violations(),
-                    out,
-                    kind,
-                    formats,
-                )
-            }
+            ChartKind::Load => emit(&chart_load::sweep(), out, kind, formats),
+            ChartKind::StoreLoad => emit(&chart_store_load::sweep(), out, kind, formats),
+            ChartKind::Detection => emit(&chart_detection::sweep(), out, kind, formats),
         };
         match result {
             Ok(mut v) => violations.append(&mut v),
@@ -92,14 +61,13 @@ pub fn chart(kind: &str, out: &Path, format: &str) -> u8 {
 }
 
 /// Print the table, write CSV and images; returns the runs' violations.
-fn emit<C: ChartImage>(
+fn emit<C: SweptChart>(
     chart: &C,
-    table: &Table,
-    violations: Vec<String>,
     out: &Path,
     kind: &ChartKind,
     formats: Formats,
 ) -> Result<Vec<String>, String> {
+    let table = chart.table();
     table.print();
     let csv = out.join(format!("{}.csv", kind.name()));
     table
@@ -110,7 +78,7 @@ fn emit<C: ChartImage>(
     for path in written {
         println!("wrote {}", path.display());
     }
-    Ok(violations)
+    Ok(chart.violations())
 }
 
 /// Create `dir` if needed and prove we can write in it, before any sweep.
