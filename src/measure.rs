@@ -5,7 +5,7 @@
 //! function of scenario, seed and variant).
 
 use serde::Serialize;
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 
 /// What a batch of runs did and how long it took on the wall clock.
@@ -164,12 +164,13 @@ impl Default for CountingAllocator {
     }
 }
 
-// SAFETY: every call is forwarded unchanged to the system allocator; the
+// SAFETY: every call is forwarded unchanged to mimalloc (the allocator the
+// CLI installs, so benches time what users run); the
 // counters are bookkeeping on the side and never touch the memory.
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: the caller upholds `alloc`'s contract; we pass it on.
-        let ptr = unsafe { System.alloc(layout) };
+        let ptr = unsafe { mimalloc::MiMalloc.alloc(layout) };
         if !ptr.is_null() {
             self.added(layout.size());
         }
@@ -178,7 +179,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as for `alloc`.
-        let ptr = unsafe { System.alloc_zeroed(layout) };
+        let ptr = unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) };
         if !ptr.is_null() {
             self.added(layout.size());
         }
@@ -186,15 +187,15 @@ unsafe impl GlobalAlloc for CountingAllocator {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from this allocator (so from `System`) with
+        // SAFETY: `ptr` came from this allocator (so from mimalloc) with
         // `layout`, as the caller guarantees.
-        unsafe { System.dealloc(ptr, layout) };
+        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) };
         self.removed(layout.size());
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: as for `dealloc`, and `new_size` is valid per the caller.
-        let new = unsafe { System.realloc(ptr, layout, new_size) };
+        let new = unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) };
         if !new.is_null() {
             // Grow first: a moving realloc holds both blocks for a moment.
             self.added(new_size);

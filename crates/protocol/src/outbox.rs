@@ -18,7 +18,9 @@ pub struct Outbox<P> {
     /// later entry per reply, a 60 KiB `memmove` for a reclaimer with a
     /// thousand requeues in flight.
     pending: VecDeque<(RequestId, P, Instant)>,
-    queued: VecDeque<LeaseOutput>,
+    /// A `Vec`, not a ring: the host drains it whole after every input, and
+    /// `append` moves the lot in one copy.
+    queued: Vec<LeaseOutput>,
 }
 
 impl<P> Outbox<P> {
@@ -26,7 +28,7 @@ impl<P> Outbox<P> {
         Outbox {
             next_request: 0,
             pending: VecDeque::new(),
-            queued: VecDeque::new(),
+            queued: Vec::new(),
         }
     }
 
@@ -35,7 +37,7 @@ impl<P> Outbox<P> {
             self.queued.len() < MAX_QUEUED_OUTPUTS,
             "output queue overflow"
         );
-        self.queued.push_back(output);
+        self.queued.push(output);
     }
 
     fn next_id(&mut self, purpose: P, deadline: Instant) -> RequestId {
@@ -70,6 +72,14 @@ impl<P> Outbox<P> {
 
     /// The purpose of a reply's request; `None` for a reply we gave up on.
     pub fn take(&mut self, request: RequestId) -> Option<P> {
+        // Replies mostly come back in the order their requests left.
+        if self
+            .pending
+            .front()
+            .is_some_and(|(id, _, _)| *id == request)
+        {
+            return self.pending.pop_front().map(|(_, purpose, _)| purpose);
+        }
         let i = self
             .pending
             .binary_search_by_key(&request, |(id, _, _)| *id)
@@ -93,10 +103,11 @@ impl<P> Outbox<P> {
     }
 
     pub fn poll(&mut self) -> Option<LeaseOutput> {
-        self.queued.pop_front()
+        // Outputs are few (a step queues a handful), so the shift is cheap.
+        (!self.queued.is_empty()).then(|| self.queued.remove(0))
     }
 
     pub fn drain_into(&mut self, out: &mut Vec<LeaseOutput>) {
-        out.extend(self.queued.drain(..));
+        out.append(&mut self.queued);
     }
 }

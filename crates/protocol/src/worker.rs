@@ -264,6 +264,11 @@ impl Worker {
     /// Tasks that hold a slot: running, being claimed, or (task mode) whose
     /// lease we hold while the claim is on its way.
     fn busy_slots(&self) -> usize {
+        if self.leases.is_empty() && self.lease_creates.is_empty() {
+            // Worker heartbeat mode (always) and an idle task-mode worker:
+            // no B-tree walk on the hot path (`poll_timeout` asks every step).
+            return self.runs.len() + self.doubtful.len();
+        }
         let pending_leases = self
             .leases
             .keys()

@@ -42,11 +42,15 @@ impl TraceHasher {
     #[inline(always)]
     fn put<const N: usize>(&mut self, bytes: [u8; N]) {
         const { assert!(N <= BUFFER_BYTES) };
-        if self.len + N > BUFFER_BYTES {
+        let mut len = self.len;
+        if len + N > BUFFER_BYTES {
             self.flush();
+            len = 0;
         }
-        self.buf[self.len..self.len + N].copy_from_slice(&bytes);
-        self.len += N;
+        // `len` is a local known to fit on both paths, so the bounds check
+        // folds away (`self.len` re-read after the call could not be).
+        self.buf[len..len + N].copy_from_slice(&bytes);
+        self.len = len + N;
     }
 
     /// The 64-bit digest, formatted by callers as 16 hex digits.
