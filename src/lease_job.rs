@@ -62,6 +62,8 @@ pub struct TimedSeedResult {
     pub wall_us: u64,
     /// Events simulated, counting the second run of a determinism check.
     pub events_simulated: u64,
+    /// Simulated time, likewise counting both runs.
+    pub sim_time_us: u64,
 }
 
 /// Runs one scenario under one variant.
@@ -81,9 +83,11 @@ impl SeedJob for LeaseJob<'_> {
         let outcome = simulate(self.scenario, seed, self.variant, None);
         let mut result = SeedResult::from_outcome(&outcome);
         let mut events_simulated = outcome.events();
+        let mut sim_time_us = outcome.sim_time_us();
         if self.check_determinism {
             let again = simulate(self.scenario, seed, self.variant, None);
             events_simulated += again.events();
+            sim_time_us += again.sim_time_us();
             if again.trace_hash_hex() != result.trace_hash || again.events() != result.events {
                 if result.first_violation.is_none() {
                     result.first_violation = Some(format!(
@@ -101,6 +105,7 @@ impl SeedJob for LeaseJob<'_> {
             result,
             wall_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
             events_simulated,
+            sim_time_us,
         }
     }
 

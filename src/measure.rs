@@ -19,6 +19,8 @@ pub struct Throughput {
 }
 
 impl Throughput {
+    /// One seed's figures (both runs' worth when it was run twice to check
+    /// determinism).
     pub fn add_run(&mut self, events: u64, sim_time_us: u64) {
         self.seeds += 1;
         self.events += events;

@@ -91,7 +91,8 @@ pub struct SweepOptions {
     pub jobs: usize,
     /// Stop handing out seeds after this much wall time.
     pub time_budget: Option<Duration>,
-    /// End the sweep at the N-th failure in seed order.
+    /// End the sweep at the N-th failure in seed order. `Some(0)`: the limit
+    /// is reached already (a resumed sweep's earlier failures), nothing runs.
     pub stop_after_failures: Option<u64>,
     /// How often [`SweepSink::tick`] is called while no seed finishes.
     pub tick_interval: Duration,
@@ -168,6 +169,15 @@ where
     );
     assert!(options.tick_interval > Duration::ZERO);
     let started = Instant::now();
+    if options.stop_after_failures == Some(0) {
+        return SweepRun {
+            stop: StopReason::StopAfter,
+            seeds_committed: 0,
+            failures_committed: 0,
+            seeds_finished: 0,
+            elapsed: Duration::ZERO,
+        };
+    }
     let threads = options
         .jobs
         .min(usize::try_from(seeds_total).unwrap_or(usize::MAX))
@@ -240,7 +250,6 @@ where
         drop(sender);
 
         let mut last_tick = Instant::now();
-        let mut cut = false;
         loop {
             let mut wait = options.tick_interval;
             if let Some(budget) = options.time_budget {
@@ -261,8 +270,8 @@ where
                         failures_finished += 1;
                     }
                     sink.finished(seed, &output, &progress(seeds_finished, failures_finished));
-                    if cut {
-                        continue;
+                    if stop == StopReason::StopAfter {
+                        continue; // past the cut: finished, never committed
                     }
                     assert!(index >= seeds_committed, "seed index {index} arrived twice");
                     assert!(
@@ -277,7 +286,6 @@ where
                         if failed {
                             failures_committed += 1;
                             if options.stop_after_failures == Some(failures_committed) {
-                                cut = true;
                                 stop = StopReason::StopAfter;
                                 pending.clear();
                                 break;
@@ -286,7 +294,7 @@ where
                     }
                     let mut d = dispatch.lock().expect("no thread panics holding the lock");
                     d.committed = seeds_committed;
-                    d.stop |= cut;
+                    d.stop |= stop == StopReason::StopAfter;
                     wake.notify_all();
                 }
                 Err(RecvTimeoutError::Timeout) => {}

@@ -242,12 +242,14 @@ impl SweepTest {
             Ok(o) => o,
             Err(e) => panic!("leasehold::SweepTest: {e}"),
         };
-        let (scenario, scenario_path) = match self.scenario {
+        // A scenario given in memory has no file: replay commands name
+        // SCENARIO.json, and the failure message carries its text.
+        let (scenario, scenario_path, in_memory) = match self.scenario {
             ScenarioSource::File(path) => match Scenario::load(&path) {
-                Ok(s) => (s, path),
+                Ok(s) => (s, path, false),
                 Err(e) => panic!("leasehold::SweepTest: scenario {}: {e}", path.display()),
             },
-            ScenarioSource::Loaded(s) => (*s, PathBuf::from("SCENARIO.json")),
+            ScenarioSource::Loaded(s) => (*s, PathBuf::from("SCENARIO.json"), true),
         };
         let Some(variant) = Variant::from_name(&self.variant) else {
             let known: Vec<&str> = Variant::all().map(|v| v.name()).collect();
@@ -315,7 +317,7 @@ impl SweepTest {
         message.push_str(&format!(
             "run this test on the first failing seed alone: {ENV_SEED}={first} cargo test <this test>\n"
         ));
-        if scenario_path == Path::new("SCENARIO.json") {
+        if in_memory {
             message.push_str(&format!(
                 "SCENARIO.json (save it to replay):\n{}\n",
                 scenario.source

@@ -137,9 +137,18 @@ fn sweep_reports_failing_seeds_and_summary() {
     assert!(v["failures"][0]["seed"].is_u64());
     assert!(v["failures"][0]["invariants"].is_array());
     assert!(v["seeds_per_sec"].as_f64().unwrap() > 0.0);
+    // The throughput figures docs/performance.md documents for sweeps.
+    assert!(v["events_per_sec"].as_f64().unwrap() > 0.0);
+    assert!(v["sim_time_s"].as_f64().unwrap() > 0.0);
+    assert!(v["time_compression"].as_f64().unwrap() > 0.0);
+    assert!(
+        v.get("peak_rss_bytes").is_some(),
+        "peak_rss_bytes: a number, or null off Linux"
+    );
     let ok = leasehold(&["sweep", "scenarios/email-campaign.json", "--seeds", "1..5"]);
     assert_eq!(ok.status.code(), Some(0), "{}", stdout(&ok));
     assert!(stdout(&ok).contains("seeds/s"));
+    assert!(stdout(&ok).contains("x time compression, peak memory"));
 }
 
 #[test]

@@ -56,6 +56,10 @@ fn untimed(mut value: Value) -> Value {
         "events_per_sec",
         "elapsed_s",
         "resumed_seeds",
+        // Counted over the seeds this invocation ran (not resumed ones).
+        "sim_time_s",
+        "time_compression",
+        "peak_rss_bytes",
     ] {
         object.remove(key);
     }

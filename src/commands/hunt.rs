@@ -1,6 +1,7 @@
-use super::{EXIT_OK, EXIT_VIOLATION, bad_input, parse_variant, replay_command};
+use super::{EXIT_OK, EXIT_VIOLATION, bad_input, parse_variant};
 use leasehold::Scenario;
 use leasehold::hunt::{HuntResult, HuntScenario, hunt};
+use leasehold::replay_command;
 use leasehold_protocol::Variant;
 use std::path::Path;
 use std::time::Instant;

@@ -38,8 +38,3 @@ pub fn parse_variant(name: &str) -> Result<Variant, u8> {
         ))
     })
 }
-
-/// The one command that reproduces a seed.
-pub fn replay_command(scenario: &Path, seed: u64, variant: Variant) -> String {
-    leasehold::replay_command(scenario, seed, variant)
-}

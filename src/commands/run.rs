@@ -1,5 +1,6 @@
-use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_scenario, parse_variant, replay_command};
+use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_scenario, parse_variant};
 use leasehold::measure::{self, Throughput};
+use leasehold::replay_command;
 use leasehold::trace::{TraceEnd, TraceHeader, TraceWriter};
 use leasehold::{RunOutcome, simulate};
 use leasehold_protocol::{DocKey, DocValue, LeaseEvent};

@@ -1,6 +1,20 @@
 use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_scenario, parse_variant};
+use leasehold::ValidScenario;
 use leasehold::shrink::{FailureFile, RunSize, ShrinkLimits, shrink};
-use std::path::Path;
+use leasehold_protocol::Variant;
+use std::path::{Path, PathBuf};
+
+/// `NAME-seedN-VARIANT.failure.json`: where `shrink` and `sweep --shrink`
+/// write a failure file unless told otherwise.
+pub fn failure_file_name(scn: &ValidScenario, seed: u64, variant: Variant) -> String {
+    format!("{}-seed{seed}-{}.failure.json", scn.name(), variant.name())
+}
+
+/// A failure file as `replay` reads it: pretty JSON and a final newline.
+pub fn write_failure_file(path: &Path, failure: &FailureFile) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(failure).expect("failure files serialise");
+    std::fs::write(path, text + "\n")
+}
 
 pub fn run(scenario_path: &Path, seed: u64, variant: &str, out: Option<&Path>, json: bool) -> u8 {
     let scn = match load_scenario(scenario_path) {
@@ -20,15 +34,11 @@ pub fn run(scenario_path: &Path, seed: u64, variant: &str, out: Option<&Path>, j
         }
     };
     let f = &report.failure;
-    let default_out = format!(
-        "{}-seed{}-{}.failure.json",
-        scn.name(),
-        seed,
-        variant.name()
+    let out_path = out.map_or_else(
+        || PathBuf::from(failure_file_name(&scn, seed, variant)),
+        Path::to_path_buf,
     );
-    let out_path = out.map_or_else(|| Path::new(&default_out).to_path_buf(), Path::to_path_buf);
-    let text = serde_json::to_string_pretty(f).expect("failure files serialise");
-    if let Err(e) = std::fs::write(&out_path, text + "\n") {
+    if let Err(e) = write_failure_file(&out_path, f) {
         return bad_input(format!("--out {}: {e}", out_path.display()));
     }
     if json {

@@ -2,11 +2,14 @@
 //! cores, failures reported in seed order with their replay commands.
 
 use super::progress::{ProgressMode, ProgressReporter};
+use super::shrink::{failure_file_name, write_failure_file};
 use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_scenario, parse_variant};
 use leasehold::lease_job::{LeaseJob, TimedSeedResult, replay_command, scenario_hash};
+use leasehold::measure::{self, Throughput};
 use leasehold::results_file::{ResultContext, ResultLine, ResultsWriter, read_results};
 use leasehold::seeds::SeedRange;
 use leasehold::shard::Shard;
+use leasehold::shrink::ShrinkLimits;
 use leasehold::sweep_args::{parse_duration, parse_jobs, parse_positive};
 use leasehold::sweep_engine::{
     Progress, StopReason, SweepOptions, SweepSink, default_jobs, run_sweep,
@@ -87,27 +90,13 @@ fn plan(args: &SweepArgs) -> Result<SweepPlan, u8> {
         ));
     }
     let range = SeedRange::parse(&args.seeds).map_err(|e| bad_input(format!("--seeds: {e}")))?;
-    let shard = match &args.shard {
-        None => Shard::ALL,
-        Some(text) => Shard::parse(text, |name| std::env::var(name).ok())
-            .map_err(|e| bad_input(format!("--shard: {e}")))?,
-    };
-    let jobs = match &args.jobs {
-        None => default_jobs(),
-        Some(text) => parse_jobs(text).map_err(|e| bad_input(format!("--jobs: {e}")))?,
-    };
-    let time_budget = match &args.time_budget {
-        None => None,
-        Some(text) => {
-            Some(parse_duration(text).map_err(|e| bad_input(format!("--time-budget: {e}")))?)
-        }
-    };
-    let stop_after = match &args.stop_after {
-        None => None,
-        Some(text) => {
-            Some(parse_positive(text).map_err(|e| bad_input(format!("--stop-after: {e}")))?)
-        }
-    };
+    let shard = optional("--shard", &args.shard, |text| {
+        Shard::parse(text, |name| std::env::var(name).ok())
+    })?
+    .unwrap_or(Shard::ALL);
+    let jobs = optional("--jobs", &args.jobs, parse_jobs)?.unwrap_or_else(default_jobs);
+    let time_budget = optional("--time-budget", &args.time_budget, parse_duration)?;
+    let stop_after = optional("--stop-after", &args.stop_after, parse_positive)?;
     let progress_every = parse_duration(&args.progress_every)
         .map_err(|e| bad_input(format!("--progress-every: {e}")))?;
     Ok(SweepPlan {
@@ -118,6 +107,18 @@ fn plan(args: &SweepArgs) -> Result<SweepPlan, u8> {
         stop_after,
         progress_every,
     })
+}
+
+/// An optional flag's value, parsed; a bad one exits 2 naming the flag.
+fn optional<T>(
+    flag: &str,
+    text: &Option<String>,
+    parse: impl FnOnce(&str) -> Result<T, String>,
+) -> Result<Option<T>, u8> {
+    text.as_deref()
+        .map(parse)
+        .transpose()
+        .map_err(|e| bad_input(format!("{flag}: {e}")))
 }
 
 /// Results of this shard already in the --out file, by seed.
@@ -161,15 +162,17 @@ struct CliSink<'a> {
     writer: Option<ResultsWriter>,
     write_error: Option<String>,
     summary: SweepSummary,
-    /// Events simulated by this invocation (both runs when checking determinism).
-    events_simulated: u64,
+    /// Seeds, events and simulated time of this invocation (both runs of a
+    /// seed when checking determinism); resumed seeds are not counted.
+    throughput: Throughput,
     json: bool,
     progress: ProgressReporter,
 }
 
 impl SweepSink<TimedSeedResult> for CliSink<'_> {
     fn finished(&mut self, seed: u64, output: &TimedSeedResult, progress: &Progress) {
-        self.events_simulated += output.events_simulated;
+        self.throughput
+            .add_run(output.events_simulated, output.sim_time_us);
         if let (Some(writer), None) = (&mut self.writer, &self.write_error) {
             let replay = replay_command(self.scenario_path, seed, self.variant);
             if let Err(e) = writer.append(&self.context.line(output, replay)) {
@@ -245,7 +248,6 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             replay_command(&args.scenario, line.seed, variant)
         });
     }
-    let done: HashSet<u64> = resumed.keys().copied().collect();
     let shard_len = plan.shard.len(&plan.range);
     if shard_len == 0 {
         eprintln!(
@@ -253,17 +255,12 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             plan.shard, plan.range
         );
     }
-    let seeds_to_run = shard_len - done.len() as u64;
-    let seeds = plan
-        .shard
-        .seeds(&plan.range)
-        .filter(move |s| !done.contains(s));
-
-    if !args.json && !resumed.is_empty() {
+    let resumed_seeds = resumed.len() as u64;
+    let seeds_to_run = shard_len - resumed_seeds;
+    if !args.json && resumed_seeds > 0 {
         let out = args.out.as_deref().expect("--resume requires --out");
         println!(
-            "resumed: {} of {} seeds already in {} ({} failed); running the other {seeds_to_run}",
-            resumed.len(),
+            "resumed: {resumed_seeds} of {} seeds already in {} ({} failed); running the other {seeds_to_run}",
             shard_len,
             out.display(),
             summary.failed()
@@ -272,6 +269,13 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             print!("{}", record.report_lines());
         }
     }
+    // The resumed lines are summarised: keep only their seeds, not a whole
+    // line each for the length of the sweep.
+    let done: HashSet<u64> = resumed.into_keys().collect();
+    let seeds = plan
+        .shard
+        .seeds(&plan.range)
+        .filter(move |s| !done.contains(s));
 
     let job = LeaseJob {
         scenario: &scn,
@@ -288,33 +292,26 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         writer,
         write_error: None,
         summary,
-        events_simulated: 0,
+        throughput: Throughput::default(),
         json: args.json,
         progress: ProgressReporter::new(args.progress, seeds_to_run, plan.progress_every),
     };
-    let run = if options.stop_after_failures == Some(0) {
-        None
-    } else {
-        Some(run_sweep(&job, seeds, seeds_to_run, &options, &mut sink))
-    };
+    let run = run_sweep(&job, seeds, seeds_to_run, &options, &mut sink);
     sink.progress.finish();
     let CliSink {
         summary,
         write_error,
-        events_simulated,
+        mut throughput,
         ..
     } = sink;
     if let Some(e) = write_error {
         return bad_input(e);
     }
-    let (stop, seeds_run, elapsed) = match &run {
-        Some(run) => (run.stop, run.seeds_finished, run.elapsed),
-        // --stop-after was already reached by the resumed results.
-        None => (StopReason::StopAfter, 0, Duration::ZERO),
-    };
+    assert_eq!(throughput.seeds, run.seeds_finished);
+    let (stop, elapsed) = (run.stop, run.elapsed);
+    throughput.wall_s = elapsed.as_secs_f64();
     let elapsed_s = elapsed.as_secs_f64().max(1e-9);
-    let seeds_per_sec = seeds_run as f64 / elapsed_s;
-    let events_per_sec = events_simulated as f64 / elapsed_s;
+    let peak_rss_bytes = measure::peak_rss_bytes();
     let not_swept = shard_len - summary.seeds;
     let stop_note = match stop {
         StopReason::Completed => None,
@@ -364,10 +361,13 @@ pub fn sweep(args: &SweepArgs) -> u8 {
                 "failures": summary.failures_json(),
                 "events": summary.events,
                 "stopped": stop,
-                "resumed_seeds": resumed.len(),
-                "seeds_per_sec": seeds_per_sec,
-                "events_per_sec": events_per_sec,
+                "resumed_seeds": resumed_seeds,
+                "seeds_per_sec": throughput.seeds_per_sec(),
+                "events_per_sec": throughput.events_per_sec(),
                 "elapsed_s": elapsed_s,
+                "sim_time_s": throughput.sim_time_us as f64 / 1e6,
+                "time_compression": throughput.time_compression(),
+                "peak_rss_bytes": peak_rss_bytes,
             })
         );
     } else {
@@ -379,13 +379,13 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         } else {
             format!(", shard {}", plan.shard)
         };
-        let resumed_text = if resumed.is_empty() {
+        let resumed_text = if resumed_seeds == 0 {
             String::new()
         } else {
-            format!(", {} resumed", resumed.len())
+            format!(", {resumed_seeds} resumed")
         };
         println!(
-            "swept {} seeds ({}{shard_text}{resumed_text}) of {}, variant {}: {} failed; {:.1} s on {} jobs, {:.1} seeds/s, {:.2} M events/s",
+            "swept {} seeds ({}{shard_text}{resumed_text}) of {}, variant {}: {} failed; {:.1} s on {} jobs, {:.1} seeds/s, {:.2} M events/s{}",
             summary.seeds,
             plan.range,
             summary.scenario,
@@ -393,17 +393,13 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             summary.failed(),
             elapsed_s,
             plan.jobs,
-            seeds_per_sec,
-            events_per_sec / 1e6
+            throughput.seeds_per_sec(),
+            throughput.events_per_sec() / 1e6,
+            measure::fmt_compression_and_memory(throughput.time_compression(), peak_rss_bytes)
         );
     }
     if args.shrink && !summary.ok() {
-        shrink_failures(
-            args,
-            &scn,
-            variant,
-            summary.failures.keys().copied().collect(),
-        );
+        shrink_failures(&args.shrink_dir, &scn, variant, summary.failures.keys());
     }
     if summary.ok() {
         EXIT_OK
@@ -413,23 +409,18 @@ pub fn sweep(args: &SweepArgs) -> u8 {
 }
 
 /// `--shrink`: each failing seed, cut down to a minimal failing run.
-fn shrink_failures(
-    args: &SweepArgs,
+fn shrink_failures<'a>(
+    shrink_dir: &Path,
     scn: &leasehold::ValidScenario,
-    variant: leasehold_protocol::Variant,
-    seeds: Vec<u64>,
+    variant: Variant,
+    seeds: impl Iterator<Item = &'a u64>,
 ) {
-    for seed in seeds {
-        match leasehold::shrink::shrink(scn, seed, variant, Default::default()) {
+    for &seed in seeds {
+        match leasehold::shrink::shrink(scn, seed, variant, ShrinkLimits::default()) {
             Ok(report) => {
                 let f = &report.failure;
-                let path = args.shrink_dir.join(format!(
-                    "{}-seed{seed}-{}.failure.json",
-                    scn.name(),
-                    variant.name()
-                ));
-                let text = serde_json::to_string_pretty(f).expect("failure files serialise");
-                match std::fs::write(&path, text + "\n") {
+                let path = shrink_dir.join(failure_file_name(scn, seed, variant));
+                match write_failure_file(&path, f) {
                     Ok(()) => eprintln!(
                         "shrunk seed {seed} ({}): faults {} -> {}, workers {} -> {}, tasks {} -> {}, events {} -> {} in {:.1} s; wrote {}",
                         f.invariant,
