@@ -9,8 +9,6 @@ use leasehold_check::Invariant;
 use leasehold_protocol::Variant;
 use serde::Serialize;
 use std::path::PathBuf;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 #[derive(Clone, Debug)]
 pub struct HuntScenario {
@@ -69,29 +67,12 @@ pub fn hunt(
             work.push(Job::Planted(*v));
         }
     }
-    let next = AtomicUsize::new(0);
-    let done: Mutex<Vec<(usize, HuntResult)>> = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..jobs.min(work.len()) {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(job) = work.get(i) else { break };
-                    let result = match job {
-                        Job::Planted(v) => hunt_planted(scenarios, *v, budget),
-                        Job::Correct(k) => survive(&scenarios[*k], budget),
-                    };
-                    done.lock()
-                        .expect("no thread panics while holding it")
-                        .push((i, result));
-                }
-            });
-        }
+    let done = crate::charts::parallel::map_on(jobs, &work, |job| match job {
+        Job::Planted(v) => hunt_planted(scenarios, *v, budget),
+        Job::Correct(k) => survive(&scenarios[*k], budget),
     });
-    let mut done = done.into_inner().expect("threads joined");
-    done.sort_by_key(|(i, _)| *i);
     let mut results: Vec<HuntResult> = Vec::new();
-    for (_, r) in done {
+    for r in done {
         // Fold the per-scenario runs of `correct` into one row: its first
         // failure (in scenario order), or clean with the total runs.
         match results.last_mut() {

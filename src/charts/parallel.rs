@@ -8,9 +8,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// `f` over `items` on up to `available_parallelism` threads; results in the
 /// order of `items`. Costly items first keeps the cores busy to the end.
 pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(items.len().max(1));
+    map_on(crate::sweep_engine::default_jobs(), items, f)
+}
+
+/// [`map`] on up to `jobs` threads.
+pub fn map_on<T: Sync, R: Send>(jobs: usize, items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = jobs.max(1).min(items.len().max(1));
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
     std::thread::scope(|s| {
