@@ -359,6 +359,24 @@ fn check_share(field: &str, p: f64) -> Result<(), ScenarioError> {
 }
 
 impl FaultsSection {
+    /// No faults of any kind (swarm off, nothing scheduled), with the given
+    /// phase length and restart delay.
+    pub fn none(fault_phase_ms: u64, restart_delay_ms: Range<u64>) -> FaultsSection {
+        FaultsSection {
+            fault_phase_ms,
+            swarm: false,
+            restart_delay_ms,
+            crash: None,
+            pause: None,
+            clock: None,
+            network: None,
+            store: None,
+            services: None,
+            restarts: None,
+            scheduled: Vec::new(),
+        }
+    }
+
     /// The drift bound the protocol must be built for.
     pub fn max_drift_ppm(&self) -> u64 {
         self.clock.as_ref().map_or(0, |c| c.drift_ppm[1])

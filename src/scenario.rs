@@ -223,6 +223,13 @@ impl Scenario {
         scenario.validate(text.to_string())
     }
 
+    /// The scenario validated, with its own pretty JSON as the source text
+    /// (for scenarios built in code).
+    pub fn into_valid(self) -> Result<ValidScenario, ScenarioError> {
+        let source = serde_json::to_string_pretty(&self).expect("scenarios serialise");
+        self.validate(source)
+    }
+
     pub fn validate(self, source: String) -> Result<ValidScenario, ScenarioError> {
         let s = &self;
         if s.name.trim().is_empty() {
@@ -258,7 +265,10 @@ impl Scenario {
                 if ids.windows(2).any(|w| w[0] >= w[1]) {
                     return bad(field, "ids must be strictly increasing");
                 }
-                if ids.iter().any(|id| *id >= 1 << 20) {
+                if ids
+                    .iter()
+                    .any(|id| *id >= crate::fault_model::RECLAIMER_STREAM_BASE)
+                {
                     return bad(field, "ids must be below 1048576");
                 }
             }

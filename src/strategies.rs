@@ -445,10 +445,8 @@ impl ScenarioParams {
     /// The scenario, validated, with its JSON as the source text (so a
     /// failing case prints a file that `leasehold run` accepts).
     pub fn valid_scenario(&self) -> ValidScenario {
-        let scenario = self.scenario();
-        let source = serde_json::to_string_pretty(&scenario).expect("scenarios always serialise");
-        scenario
-            .validate(source)
+        self.scenario()
+            .into_valid()
             .unwrap_or_else(|e| panic!("strategies made an invalid scenario ({e}) from {self:?}"))
     }
 }

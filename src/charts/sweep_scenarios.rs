@@ -45,20 +45,11 @@ fn no_faults() -> FaultsSection {
 /// Worker crashes only, at a fixed rate (no swarm: every seed has them).
 fn crash_faults(fault_phase_ms: u64, crash_probability_per_step: f64) -> FaultsSection {
     FaultsSection {
-        fault_phase_ms,
-        swarm: false,
-        restart_delay_ms: [1_000, 20_000],
         crash: (crash_probability_per_step > 0.0).then_some(CrashFaults {
             per_step: [crash_probability_per_step, crash_probability_per_step],
             reclaimers: false,
         }),
-        pause: None,
-        clock: None,
-        network: None,
-        store: None,
-        services: None,
-        restarts: None,
-        scheduled: Vec::new(),
+        ..FaultsSection::none(fault_phase_ms, [1_000, 20_000])
     }
 }
 
@@ -70,8 +61,23 @@ pub fn steady_busy(
     mode: HeartbeatMode,
     end_ms: u64,
 ) -> ValidScenario {
+    validated(steady_busy_scenario(
+        workers,
+        slots_per_worker,
+        mode,
+        end_ms,
+    ))
+}
+
+/// [`steady_busy`] before validation, for scenarios built from it.
+fn steady_busy_scenario(
+    workers: u32,
+    slots_per_worker: u32,
+    mode: HeartbeatMode,
+    end_ms: u64,
+) -> Scenario {
     assert!(workers > 0 && slots_per_worker > 0);
-    let scenario = Scenario {
+    Scenario {
         name: format!("busy-{workers}x{slots_per_worker}-{}", mode.name()),
         story: "Every slot busy with a long task: heartbeat load in steady state.".into(),
         fleet: Fleet {
@@ -106,8 +112,7 @@ pub fn steady_busy(
             ..LimitsSection::default()
         },
         expected_violations: Vec::new(),
-    };
-    validated(scenario)
+    }
 }
 
 /// A fleet serving a steady stream of short tasks (three 1-3 s steps, as in
@@ -163,6 +168,9 @@ pub fn steady_stream(workers: u32, task_every_ms: u64, end_ms: u64) -> ValidScen
     validated(scenario)
 }
 
+/// Workers of [`crashing_fleet`], 4 slots each.
+pub const CRASHING_FLEET_WORKERS: u32 = 20;
+
 /// Twenty workers half busy with long tasks, crashing now and then during a
 /// fault phase: the detection sweep's scenario. The scan interval follows
 /// the heartbeat interval; one reclaimer, which never crashes.
@@ -173,7 +181,8 @@ pub fn crashing_fleet(
     crash_probability_per_step: f64,
     end_ms: u64,
 ) -> ValidScenario {
-    let mut scenario = steady_busy(20, 4, HeartbeatMode::Worker, end_ms).scenario;
+    let mut scenario =
+        steady_busy_scenario(CRASHING_FLEET_WORKERS, 4, HeartbeatMode::Worker, end_ms);
     scenario.name = format!("crashing-{heartbeat_interval_ms}-{lease_timeout_ms}");
     scenario.story = "Workers crash now and then: how long until their tasks run again.".into();
     scenario.fleet.reclaimers = 1;
@@ -189,9 +198,8 @@ pub fn crashing_fleet(
     validated(scenario)
 }
 
-fn validated(scenario: Scenario) -> ValidScenario {
-    let source = serde_json::to_string_pretty(&scenario).expect("scenarios serialise");
+pub(super) fn validated(scenario: Scenario) -> ValidScenario {
     scenario
-        .validate(source)
+        .into_valid()
         .unwrap_or_else(|e| panic!("a chart scenario is invalid: {e}"))
 }
