@@ -2,7 +2,7 @@
 //! coloured by task, faults as marks, the violation highlighted. Drawn with
 //! plotters (bundled font, no system fonts needed).
 
-use crate::charts::render::{ChartImage, register_fonts};
+use crate::charts::render::{ChartImage, draw_and_present, register_fonts};
 use crate::export::{Timeline, node_name};
 use crate::run::{RunOutcome, node_roles};
 use crate::scenario::ValidScenario;
@@ -254,12 +254,9 @@ pub fn write_svg(
     };
     if out.extension().is_some_and(|x| x == "png") {
         let root = BitMapBackend::new(out, (1400, height)).into_drawing_area();
-        chart.draw(&root)?;
-        root.present().map_err(crate::charts::render::err)?;
+        draw_and_present(&chart, root, out)
     } else {
         let root = SVGBackend::new(out, (1400, height)).into_drawing_area();
-        chart.draw(&root)?;
-        root.present().map_err(crate::charts::render::err)?;
+        draw_and_present(&chart, root, out)
     }
-    Ok(())
 }

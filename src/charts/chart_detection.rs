@@ -4,7 +4,7 @@
 
 use super::detection_meter::DetectionMeter;
 use super::safety_violations;
-use super::sweep_scenarios::crashing_fleet;
+use super::sweep_scenarios::{CRASHING_FLEET_WORKERS, crashing_fleet};
 use crate::run::simulate;
 use leasehold_protocol::Variant;
 use std::time::Instant;
@@ -18,7 +18,6 @@ pub const SEEDS: u64 = 40;
 pub const FAULT_PHASE_MS: u64 = 120_000;
 /// About a dozen worker crashes per run.
 pub const CRASH_PROBABILITY_PER_STEP: f64 = 0.003;
-const WORKERS: f64 = 20.0;
 
 /// One run of one setting.
 #[derive(Clone, Debug)]
@@ -74,7 +73,7 @@ pub fn measure_run(heartbeat_interval_ms: u64, seed: u64) -> DetectionRun {
         unresolved: meter.unresolved(),
         samples_us: meter.samples_us,
         heartbeat_writes: outcome.load.heartbeat_writes,
-        sim_time_us: outcome.stats.as_ref().map_or(0, |s| s.sim_time_us),
+        sim_time_us: outcome.sim_time_us(),
         events: outcome.events(),
         wall_s: started.elapsed().as_secs_f64(),
         violations: safety_violations(&outcome),
@@ -105,7 +104,8 @@ pub fn point(heartbeat_interval_ms: u64, runs: &[DetectionRun]) -> DetectionPoin
         analytic_p99_s: a99 / 1e3,
         heartbeat_writes_per_min: runs.iter().map(|r| r.heartbeat_writes).sum::<u64>() as f64
             / sim_minutes,
-        expected_writes_per_min: WORKERS * 60_000.0 / heartbeat_interval_ms as f64,
+        expected_writes_per_min: CRASHING_FLEET_WORKERS as f64 * 60_000.0
+            / heartbeat_interval_ms as f64,
         unresolved: runs.iter().map(|r| r.unresolved).sum(),
         events: runs.iter().map(|r| r.events).sum(),
         wall_s: runs.iter().map(|r| r.wall_s).sum(),
@@ -171,18 +171,12 @@ pub fn sweep() -> DetectionChart {
         .iter()
         .flat_map(|p| (1..=SEEDS).map(move |seed| (*p, seed)))
         .collect();
+    // In the order of `runs`: interval by interval, `SEEDS` runs each.
     let measured = super::parallel::map(&runs, |(p, seed)| measure_run(*p, *seed));
     let points = HEARTBEAT_INTERVALS_MS
         .iter()
-        .map(|p| {
-            let of_p: Vec<DetectionRun> = runs
-                .iter()
-                .zip(&measured)
-                .filter(|((rp, _), _)| rp == p)
-                .map(|(_, r)| r.clone())
-                .collect();
-            point(*p, &of_p)
-        })
+        .zip(measured.chunks(SEEDS as usize))
+        .map(|(p, of_p)| point(*p, of_p))
         .collect();
     DetectionChart { points }
 }
@@ -288,10 +282,7 @@ impl super::render::ChartImage for DetectionChart {
                 format!("{} s / {} s", si_label(*v), si_label(*v * LEASE_PER_INTERVAL as f64))
             })
             .y_label_formatter(&|v| format!("{} s", si_label(*v)))
-            .axis_desc_style(label_font())
-            .label_style(tick_font())
-            .light_line_style(WHITE.mix(0.0))
-            .bold_line_style(BLACK.mix(0.12))
+            .house_mesh()
             .draw()
             .map_err(err)?;
         chart
@@ -302,23 +293,24 @@ impl super::render::ChartImage for DetectionChart {
             .label_style(tick_font())
             .draw()
             .map_err(err)?;
+        // (heartbeat interval in s, y) for every point.
+        let by_interval = |y: &dyn Fn(&DetectionPoint) -> f64| -> Vec<(f64, f64)> {
+            self.points
+                .iter()
+                .map(|p| (p.heartbeat_interval_ms as f64 / 1e3, y(p)))
+                .collect()
+        };
         type Pick = fn(&DetectionPoint) -> (f64, f64);
         let quantiles: [(&str, RGBColor, Pick); 2] = [
             ("p50", WORKER_COLOR, |p| (p.p50_s, p.analytic_p50_s)),
             ("p99", TASK_COLORS[2], |p| (p.p99_s, p.analytic_p99_s)),
         ];
         for (name, color, pick) in quantiles {
-            let measured: Vec<(f64, f64)> = self
-                .points
-                .iter()
-                .map(|p| (p.heartbeat_interval_ms as f64 / 1e3, pick(p).0))
+            let measured: Vec<(f64, f64)> = by_interval(&|p| pick(p).0)
+                .into_iter()
                 .filter(|(_, y)| y.is_finite())
                 .collect();
-            let analytic: Vec<(f64, f64)> = self
-                .points
-                .iter()
-                .map(|p| (p.heartbeat_interval_ms as f64 / 1e3, pick(p).1))
-                .collect();
+            let analytic = by_interval(&|p| pick(p).1);
             chart
                 .draw_series(LineSeries::new(measured.clone(), color.stroke_width(2)))
                 .map_err(err)?;
@@ -350,26 +342,8 @@ impl super::render::ChartImage for DetectionChart {
                         + PathElement::new(vec![(13, 0), (20, 0)], color.stroke_width(2))
                 });
         }
-        let writes: Vec<(f64, f64)> = self
-            .points
-            .iter()
-            .map(|p| {
-                (
-                    p.heartbeat_interval_ms as f64 / 1e3,
-                    p.heartbeat_writes_per_min,
-                )
-            })
-            .collect();
-        let expected: Vec<(f64, f64)> = self
-            .points
-            .iter()
-            .map(|p| {
-                (
-                    p.heartbeat_interval_ms as f64 / 1e3,
-                    p.expected_writes_per_min,
-                )
-            })
-            .collect();
+        let writes = by_interval(&|p| p.heartbeat_writes_per_min);
+        let expected = by_interval(&|p| p.expected_writes_per_min);
         chart
             .draw_secondary_series(LineSeries::new(writes.clone(), GREY.stroke_width(2)))
             .map_err(err)?;

@@ -2,7 +2,8 @@
 
 use super::load_window::LoadWindow;
 use super::safety_violations;
-use super::sweep_scenarios::{LOAD_HEARTBEAT_INTERVAL_MS, steady_busy};
+use super::sweep_scenarios::{LOAD_HEARTBEAT_INTERVAL_MS, steady_busy, validated};
+use crate::fault_model::FaultsSection;
 use crate::run::{node_roles, simulate};
 use crate::scenario::ValidScenario;
 use leasehold_protocol::{HeartbeatMode, Variant};
@@ -67,35 +68,26 @@ pub fn measure_busy(
         SETTLE_MS * 1_000,
         WINDOW_MS * 1_000,
     );
-    measure(&scn, seed, window, tasks_per_worker)
+    measure(&scn, seed, window)
 }
 
 /// Measure a scenario's heartbeat load over `[from_ms, to_ms)`.
-pub fn measure_window(
-    scn: &ValidScenario,
-    seed: u64,
-    from_ms: u64,
-    to_ms: u64,
-    tasks_per_worker: u32,
-) -> LoadPoint {
+pub fn measure_window(scn: &ValidScenario, seed: u64, from_ms: u64, to_ms: u64) -> LoadPoint {
     let roles = node_roles(scn);
     let window = LoadWindow::new(&roles, from_ms * 1_000, to_ms * 1_000);
-    measure(scn, seed, window, tasks_per_worker)
+    measure(scn, seed, window)
 }
 
-fn measure(
-    scn: &ValidScenario,
-    seed: u64,
-    mut window: LoadWindow<'_>,
-    tasks_per_worker: u32,
-) -> LoadPoint {
+/// Every slot counts as a task per worker: the sweeps keep them all busy.
+fn measure(scn: &ValidScenario, seed: u64, mut window: LoadWindow<'_>) -> LoadPoint {
     let started = Instant::now();
     let outcome = simulate(scn, seed, Variant::Correct, Some(&mut window));
     let wall_s = started.elapsed().as_secs_f64();
     let s = &scn.scenario;
     let mode = s.protocol.heartbeat_mode;
+    let tasks_per_worker = s.fleet.slots_per_worker;
     let mut violations = safety_violations(&outcome);
-    if window.bounds_us().is_none() {
+    let Some((from_us, _)) = window.bounds_us() else {
         violations.push(format!(
             "{}: the slots were not all busy within {} s of simulated time",
             s.name,
@@ -115,11 +107,9 @@ fn measure(
             wall_s,
             violations,
         };
-    }
+    };
     let mean_running_tasks = window.mean_running_tasks();
-    let window_from_s = window
-        .bounds_us()
-        .map_or(f64::NAN, |(from, _)| from as f64 / 1e6);
+    let window_from_s = from_us as f64 / 1e6;
     let heartbeating = match mode {
         HeartbeatMode::Worker => s.fleet.workers as f64,
         HeartbeatMode::Task => mean_running_tasks,
@@ -178,28 +168,14 @@ pub fn sweep_points() -> Vec<(HeartbeatMode, u32, u32)> {
 /// The seed scenario (20 workers, 1,000 orders in three minutes), faults off,
 /// measured while the rush keeps every slot busy.
 pub fn friday_rush(mode: HeartbeatMode) -> LoadPoint {
-    let text = include_str!("../../scenarios/friday-rush.json");
-    let mut scenario = crate::Scenario::parse(text)
+    let mut scenario = crate::Scenario::parse(crate::scaled_scenario::BASE_SCENARIO)
         .expect("the shipped scenario is valid")
         .scenario;
     // Faults off: the chart measures steady-state load.
-    scenario.faults = crate::fault_model::FaultsSection {
-        swarm: false,
-        crash: None,
-        pause: None,
-        clock: None,
-        network: None,
-        store: None,
-        services: None,
-        restarts: None,
-        scheduled: Vec::new(),
-        ..scenario.faults
-    };
+    let f = &scenario.faults;
+    scenario.faults = FaultsSection::none(f.fault_phase_ms, f.restart_delay_ms);
     scenario.protocol.heartbeat_mode = mode;
-    let source = serde_json::to_string_pretty(&scenario).expect("serialises");
-    let scn = scenario.validate(source).expect("still valid");
-    let slots = scn.scenario.fleet.slots_per_worker;
-    measure_window(&scn, SEED, FRIDAY_FROM_MS, FRIDAY_TO_MS, slots)
+    measure_window(&validated(scenario), SEED, FRIDAY_FROM_MS, FRIDAY_TO_MS)
 }
 
 /// The rush's busy stretch: arrivals outpace the 80 slots from here...
@@ -309,14 +285,7 @@ impl super::render::ChartImage for LoadChart {
             .margin_bottom(60)
             .x_label_area_size(60)
             .y_label_area_size(90)
-            .build_cartesian_2d(
-                (x_lo..x_hi)
-                    .log_scale()
-                    .with_key_points(decades(x_lo, x_hi)),
-                (y_lo..y_hi)
-                    .log_scale()
-                    .with_key_points(decades(y_lo, y_hi)),
-            )
+            .build_cartesian_2d(log_decades(x_lo, x_hi), log_decades(y_lo, y_hi))
             .map_err(err)?;
         chart
             .configure_mesh()
@@ -324,10 +293,7 @@ impl super::render::ChartImage for LoadChart {
             .y_desc("heartbeat writes per minute (log scale)")
             .x_label_formatter(&|v| si_label(*v))
             .y_label_formatter(&|v| si_label(*v))
-            .axis_desc_style(label_font())
-            .label_style(tick_font())
-            .light_line_style(WHITE.mix(0.0))
-            .bold_line_style(BLACK.mix(0.12))
+            .house_mesh()
             .draw()
             .map_err(err)?;
         let interval_min = LOAD_HEARTBEAT_INTERVAL_MS as f64 / 60_000.0;

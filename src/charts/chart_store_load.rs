@@ -5,6 +5,7 @@ use super::load_window::LoadWindow;
 use super::safety_violations;
 use super::sweep_scenarios::steady_stream;
 use crate::run::{node_roles, simulate};
+use crate::scenario::ValidScenario;
 use crate::store_load::StoreLoad;
 use leasehold_protocol::Variant;
 use std::time::Instant;
@@ -19,18 +20,56 @@ pub const WINDOW_MS: u64 = 20_000;
 /// Counts one kind of operation in a window's load.
 pub type KindCount = fn(&StoreLoad) -> u64;
 
-/// The kinds stacked on the chart, bottom to top, and how to count each.
-pub const KINDS: [(&str, KindCount); 8] = [
-    ("heartbeats", |l| l.heartbeat_writes),
-    ("reclaimer scans", |l| l.member_scans + l.owned_scans),
-    ("worker polls", |l| l.pending_scans),
-    ("claims", |l| l.claims + l.gets),
-    ("progress", |l| l.progress_writes),
-    ("completions", |l| l.completions),
-    ("reclaims", |l| {
-        l.requeues + l.mark_dead_writes + l.member_deletes + l.lease_deletes
-    }),
-    ("new tasks", |l| l.task_creates),
+/// One kind of operation: its legend label, its CSV column (per minute) and
+/// how to count it.
+pub struct Kind {
+    pub label: &'static str,
+    pub column: &'static str,
+    pub count: KindCount,
+}
+
+/// The kinds stacked on the chart, bottom to top.
+pub const KINDS: [Kind; 8] = [
+    Kind {
+        label: "heartbeats",
+        column: "heartbeats_per_min",
+        count: |l| l.heartbeat_writes,
+    },
+    Kind {
+        label: "reclaimer scans",
+        column: "reclaimer_scans_per_min",
+        count: |l| l.member_scans + l.owned_scans,
+    },
+    Kind {
+        label: "worker polls",
+        column: "worker_polls_per_min",
+        count: |l| l.pending_scans,
+    },
+    Kind {
+        label: "claims",
+        column: "claims_per_min",
+        count: |l| l.claims + l.gets,
+    },
+    Kind {
+        label: "progress",
+        column: "progress_per_min",
+        count: |l| l.progress_writes,
+    },
+    Kind {
+        label: "completions",
+        column: "completions_per_min",
+        count: |l| l.completions,
+    },
+    Kind {
+        label: "reclaims",
+        column: "reclaims_per_min",
+        count: |l| l.requeues + l.mark_dead_writes + l.member_deletes + l.lease_deletes,
+    },
+    Kind {
+        label: "new tasks",
+        column: "new_tasks_per_min",
+        count: |l| l.task_creates,
+    },
 ];
 
 #[derive(Clone, Debug)]
@@ -67,10 +106,10 @@ impl Analytic {
 /// slot makes its worker poll every poll interval, plus one poll right after
 /// every claim and every completion; each task: its arrival, a claim, one
 /// write per step.
-pub fn analytic(workers: u32) -> Analytic {
-    let scn = steady_stream(workers, TASK_EVERY_MS, WARMUP_MS + WINDOW_MS);
+pub fn analytic(scn: &ValidScenario) -> Analytic {
     let s = &scn.scenario;
     let p = &s.protocol;
+    let workers = s.fleet.workers;
     let n = workers as f64;
     let per_min = |interval_ms: u64| 60_000.0 / interval_ms as f64;
     let tasks_per_min = n * per_min(TASK_EVERY_MS);
@@ -94,19 +133,17 @@ pub fn measure(workers: u32, seed: u64) -> StoreLoadPoint {
     let outcome = simulate(&scn, seed, Variant::Correct, Some(&mut window));
     let wall_s = started.elapsed().as_secs_f64();
     let load = *window.load();
-    let per_min: Vec<f64> = KINDS
-        .iter()
-        .map(|(_, count)| window.per_minute(count(&load)))
-        .collect();
+    let counts: Vec<u64> = KINDS.iter().map(|k| (k.count)(&load)).collect();
+    let per_min: Vec<f64> = counts.iter().map(|c| window.per_minute(*c)).collect();
     // Anything the kinds miss would make the stack lie about the total.
-    let counted: u64 = KINDS.iter().map(|(_, count)| count(&load)).sum();
+    let counted: u64 = counts.iter().sum();
     assert_eq!(counted, window.store_ops, "a store operation of no kind");
     StoreLoadPoint {
         workers,
         total_per_min: window.per_minute(window.store_ops),
         per_min,
         scanned_docs_per_min: window.per_minute(window.scanned_docs),
-        analytic: analytic(workers),
+        analytic: analytic(&scn),
         events: outcome.events(),
         wall_s,
         violations: safety_violations(&outcome),
@@ -138,7 +175,7 @@ impl super::render::SweptChart for StoreLoadChart {
 
     fn table(&self) -> super::table::Table {
         let mut headers = vec!["workers"];
-        headers.extend(KIND_COLUMNS);
+        headers.extend(KINDS.iter().map(|k| k.column));
         headers.extend([
             "total_per_min",
             "expected_total_per_min",
@@ -164,18 +201,6 @@ impl super::render::SweptChart for StoreLoadChart {
         t
     }
 }
-
-/// CSV column names of [`KINDS`], per minute.
-pub const KIND_COLUMNS: [&str; 8] = [
-    "heartbeats_per_min",
-    "reclaimer_scans_per_min",
-    "worker_polls_per_min",
-    "claims_per_min",
-    "progress_per_min",
-    "completions_per_min",
-    "reclaims_per_min",
-    "new_tasks_per_min",
-];
 
 impl super::render::ChartImage for StoreLoadChart {
     fn draw<DB: plotters::prelude::DrawingBackend>(
@@ -213,27 +238,17 @@ impl super::render::ChartImage for StoreLoadChart {
             .x_label_area_size(60)
             .y_label_area_size(90)
             .caption("operations per minute, stacked", label_font())
-            .build_cartesian_2d(
-                (x_lo..x_hi)
-                    .log_scale()
-                    .with_key_points(decades(x_lo, x_hi)),
-                (y_lo..y_hi)
-                    .log_scale()
-                    .with_key_points(decades(y_lo, y_hi)),
-            )
+            .build_cartesian_2d(log_decades(x_lo, x_hi), log_decades(y_lo, y_hi))
             .map_err(err)?;
         abs.configure_mesh()
             .x_desc("workers in the fleet (log scale)")
             .y_desc("store operations per minute (log scale)")
             .x_label_formatter(&|v| si_label(*v))
             .y_label_formatter(&|v| si_label(*v))
-            .axis_desc_style(label_font())
-            .label_style(tick_font())
-            .light_line_style(WHITE.mix(0.0))
-            .bold_line_style(BLACK.mix(0.12))
+            .house_mesh()
             .draw()
             .map_err(err)?;
-        for (k, (name, _)) in KINDS.iter().enumerate() {
+        for (k, kind) in KINDS.iter().enumerate() {
             let color = BANDS[k];
             let lower: Vec<f64> = if k == 0 {
                 vec![y_lo; xs.len()]
@@ -251,7 +266,7 @@ impl super::render::ChartImage for StoreLoadChart {
                 color.mix(0.85).filled(),
             )))
             .map_err(err)?
-            .label(*name)
+            .label(kind.label)
             .legend(move |(x, y)| Rectangle::new([(x, y - 7), (x + 18, y + 7)], color.filled()));
         }
         let expected: Vec<(f64, f64)> = self
@@ -308,12 +323,7 @@ impl super::render::ChartImage for StoreLoadChart {
             .x_label_area_size(60)
             .y_label_area_size(70)
             .caption("share of all operations", label_font())
-            .build_cartesian_2d(
-                (x_lo..x_hi)
-                    .log_scale()
-                    .with_key_points(decades(x_lo, x_hi)),
-                0.0..100.0,
-            )
+            .build_cartesian_2d(log_decades(x_lo, x_hi), 0.0..100.0)
             .map_err(err)?;
         share
             .configure_mesh()
@@ -321,10 +331,7 @@ impl super::render::ChartImage for StoreLoadChart {
             .y_desc("% of store operations")
             .x_label_formatter(&|v| si_label(*v))
             .y_label_formatter(&|v| format!("{v:.0}%"))
-            .axis_desc_style(label_font())
-            .label_style(tick_font())
-            .light_line_style(WHITE.mix(0.0))
-            .bold_line_style(BLACK.mix(0.12))
+            .house_mesh()
             .draw()
             .map_err(err)?;
         let totals: Vec<f64> = self.points.iter().map(|p| p.total_per_min).collect();

@@ -34,7 +34,8 @@ impl DetectionMeter {
     }
 
     /// Orphans still waiting when the run ended (a sweep that cut a run too
-    /// short would hide slow recoveries; callers assert this is zero).
+    /// short would hide slow recoveries; the detection chart reports a
+    /// non-zero count as a violation).
     pub fn unresolved(&self) -> usize {
         self.orphaned.len()
     }

@@ -3,7 +3,9 @@
 //! `ab_glyph` renderer, so nothing asks fontconfig.
 
 use super::Formats;
+use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
+use plotters::coord::combinators::{LogCoord, WithKeyPoints};
 use plotters::prelude::*;
 use plotters::style::{FontStyle, register_font};
 use std::path::{Path, PathBuf};
@@ -76,22 +78,48 @@ pub fn write_images<C: ChartImage>(
     if formats.png {
         let path = dir.join(format!("{stem}.png"));
         let root = BitMapBackend::new(&path, (WIDTH_PX, HEIGHT_PX)).into_drawing_area();
-        chart.draw(&root)?;
-        root.present()
-            .map_err(|e| format!("{}: {}", path.display(), err(e)))?;
-        drop(root);
+        draw_and_present(chart, root, &path)?;
         written.push(path);
     }
     if formats.svg {
         let path = dir.join(format!("{stem}.svg"));
         let root = SVGBackend::new(&path, (WIDTH_PX, HEIGHT_PX)).into_drawing_area();
-        chart.draw(&root)?;
-        root.present()
-            .map_err(|e| format!("{}: {}", path.display(), err(e)))?;
-        drop(root);
+        draw_and_present(chart, root, &path)?;
         written.push(path);
     }
     Ok(written)
+}
+
+/// Draw `chart` on `root` and write it out; a failure to write names `path`.
+/// The backend is dropped (and its file closed) before this returns.
+pub fn draw_and_present<C: ChartImage, DB: DrawingBackend>(
+    chart: &C,
+    root: DrawingArea<DB, Shift>,
+    path: &Path,
+) -> Result<(), String> {
+    chart.draw(&root)?;
+    root.present()
+        .map_err(|e| format!("{}: {}", path.display(), err(e)))
+}
+
+/// The mesh style every chart shares: axis and tick fonts, no light grid
+/// lines, faint bold ones.
+pub trait HouseMesh {
+    fn house_mesh(&mut self) -> &mut Self;
+}
+
+impl<X: Ranged, Y: Ranged, DB: DrawingBackend> HouseMesh for MeshStyle<'_, '_, X, Y, DB> {
+    fn house_mesh(&mut self) -> &mut Self {
+        self.axis_desc_style(label_font())
+            .label_style(tick_font())
+            .light_line_style(WHITE.mix(0.0))
+            .bold_line_style(BLACK.mix(0.12))
+    }
+}
+
+/// A log axis over `[lo, hi]` with its ticks at the decades.
+pub fn log_decades(lo: f64, hi: f64) -> WithKeyPoints<LogCoord<f64>> {
+    (lo..hi).log_scale().with_key_points(decades(lo, hi))
 }
 
 /// Tick labels for log axes: 1, 10, 100, 1k, 10k, 100k, 1M, 10M; values

@@ -10,8 +10,10 @@ pub fn chart(kind: &str, out: &Path, format: &str) -> u8 {
         name => match ChartKind::ALL.into_iter().find(|k| k.name() == name) {
             Some(k) => vec![k],
             None => {
+                let known: Vec<&str> = ChartKind::ALL.iter().map(|k| k.name()).collect();
                 return bad_input(format!(
-                    "KIND: unknown chart \"{name}\"; known: load, store-load, detection, all"
+                    "KIND: unknown chart \"{name}\"; known: {}, all",
+                    known.join(", ")
                 ));
             }
         },
