@@ -57,6 +57,12 @@ pub struct FailureFile {
     pub candidates_run: u64,
 }
 
+/// Whether `text` is a failure file (rather than a trace): a JSON object
+/// that names the failure format.
+pub fn is_failure_file(text: &str) -> bool {
+    text.trim_start().starts_with('{') && text.contains(FAILURE_FORMAT)
+}
+
 impl FailureFile {
     pub fn parse(text: &str) -> Result<FailureFile, String> {
         let f: FailureFile = serde_json::from_str(text)
@@ -82,6 +88,14 @@ impl FailureFile {
     pub fn variant(&self) -> Result<Variant, String> {
         Variant::from_name(&self.variant)
             .ok_or_else(|| format!("unknown variant \"{}\"", self.variant))
+    }
+
+    /// Whether a re-run still fails this file's invariant.
+    pub fn reproduced_by(&self, outcome: &RunOutcome) -> bool {
+        outcome
+            .invariants
+            .iter()
+            .any(|i| i.name() == self.invariant)
     }
 
     /// Re-run the minimal failure.
