@@ -28,7 +28,7 @@ pub struct LeaseSpan {
 pub struct Mark {
     pub node: NodeId,
     pub time_us: u64,
-    /// "crash", "restart", "pause", "resume", "partition", "heartbeat",
+    /// "crash", "restart", "pause", "partition", "heartbeat",
     /// "declared dead", "fenced", "clock jump", "lost".
     pub kind: &'static str,
     pub detail: String,

@@ -51,7 +51,8 @@ enum Command {
     Sweep(commands::sweep::SweepArgs),
     /// Combine the results files of several sweeps (shards) into one summary.
     Merge(commands::merge::MergeArgs),
-    /// Re-run a trace file from its header and check every event matches.
+    /// Re-run a trace file from its header and check every event matches, or a
+    /// failure file (from `shrink`) and check it still fails its invariant.
     Replay {
         file: PathBuf,
         #[arg(long)]

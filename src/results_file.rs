@@ -107,15 +107,12 @@ pub fn parse_results(text: &str) -> Result<ResultsRead, String> {
     let mut number: u64 = 0;
     while !rest.is_empty() {
         number += 1;
-        let (line, complete) = match rest.find('\n') {
-            Some(end) => (&rest[..end], true),
-            None => (rest, false),
-        };
-        let consumed = line.len() + usize::from(complete);
-        if !complete {
+        let Some(end) = rest.find('\n') else {
             read.truncated_tail = Some((number, offset));
             break;
-        }
+        };
+        let line = &rest[..end];
+        let consumed = end + 1;
         read.lines.push((
             number,
             parse_line(line).map_err(|e| format!("line {number}: {e}"))?,
@@ -164,10 +161,7 @@ fn parse_line(line: &str) -> Result<ResultLine, String> {
 
 /// Read and parse a results file; errors name the file and the line.
 pub fn read_results(path: &Path) -> Result<ResultsRead, String> {
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_to_string(&mut text))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     parse_results(&text).map_err(|e| format!("{} {e}", path.display()))
 }
 

@@ -283,7 +283,8 @@ fn simulate_inner(
     let cfg = Arc::new(scn.protocol_config(variant));
 
     let nodes = roles.len();
-    let drawn = s.faults.draw(&scn.fleet(), seed);
+    let fleet = scn.fleet();
+    let drawn = s.faults.draw(&fleet, seed);
     let faults = match plan {
         Some(source) => source,
         None => FaultSource::Generate {
@@ -330,7 +331,6 @@ fn simulate_inner(
         sim.add_service(svc.clone());
     }
     // Workers boot spread over one heartbeat interval, as a real fleet would.
-    let fleet = scn.fleet();
     for (i, role) in roles.iter().enumerate() {
         let stream_id = fleet.stream_id(leasehold_sim::NodeId(i as u32));
         let mut boot_rng = RngStreams::new(seed).stream(Concern::Boot, stream_id);

@@ -57,6 +57,12 @@ pub struct FailureFile {
     pub candidates_run: u64,
 }
 
+/// Whether `text` is a failure file (rather than a trace): a JSON object
+/// that names the failure format.
+pub fn is_failure_file(text: &str) -> bool {
+    text.trim_start().starts_with('{') && text.contains(FAILURE_FORMAT)
+}
+
 impl FailureFile {
     pub fn parse(text: &str) -> Result<FailureFile, String> {
         let f: FailureFile = serde_json::from_str(text)
@@ -82,6 +88,14 @@ impl FailureFile {
     pub fn variant(&self) -> Result<Variant, String> {
         Variant::from_name(&self.variant)
             .ok_or_else(|| format!("unknown variant \"{}\"", self.variant))
+    }
+
+    /// Whether a re-run still fails this file's invariant.
+    pub fn reproduced_by(&self, outcome: &RunOutcome) -> bool {
+        outcome
+            .invariants
+            .iter()
+            .any(|i| i.name() == self.invariant)
     }
 
     /// Re-run the minimal failure.
@@ -118,10 +132,9 @@ struct Shrinker {
     variant: Variant,
     invariant: Invariant,
     scenario: Scenario,
-    plan: FaultPlan,
-    /// When each fault of `plan` struck (was decided) and the tag of the
-    /// step or message it struck, for timed candidates.
-    times: Vec<(u64, u64)>,
+    /// The smallest failing run so far. Its `plan` is the current plan (the
+    /// faults as they struck), and its `plan_decided` says when each struck
+    /// and the tag of the step or message it struck, for timed candidates.
     best: RunOutcome,
     candidates: u64,
     limits: ShrinkLimits,
@@ -195,13 +208,19 @@ impl Shrinker {
             || self.started.elapsed() >= self.limits.time_budget
     }
 
+    /// The current plan: the faults of the smallest failing run so far.
+    fn plan(&self) -> &FaultPlan {
+        &self.best.plan
+    }
+
     /// The current plan with the times its faults struck.
     fn faults(&self) -> Faults {
-        self.plan
+        self.best
+            .plan
             .faults
             .iter()
             .copied()
-            .zip(self.times.iter().copied())
+            .zip(self.best.plan_decided.iter().copied())
             .collect()
     }
 
@@ -211,10 +230,8 @@ impl Shrinker {
         }
         // The faults as they struck: a fault that never found its step or
         // message is gone, and every fault carries its ordinary coordinates.
+        debug_assert_eq!(outcome.plan.len(), outcome.plan_decided.len());
         self.scenario = scenario;
-        self.plan = outcome.plan.clone();
-        self.times = outcome.plan_decided.clone();
-        debug_assert_eq!(self.plan.len(), self.times.len());
         self.best = outcome;
         true
     }
@@ -261,34 +278,22 @@ impl Shrinker {
     }
 
     fn ddmin_plan(&mut self) {
-        if !self.plan.is_empty() && self.try_candidate(self.scenario.clone(), Vec::new()) {
+        if !self.plan().is_empty() && self.try_candidate(self.scenario.clone(), Vec::new()) {
             return;
         }
-        let mut n = 2usize;
-        while self.plan.len() >= 2 && !self.out_of_budget() {
-            let len = self.plan.len();
-            let chunk = len.div_ceil(n);
-            let mut reduced = false;
-            for i in 0..n.min(len.div_ceil(chunk)) {
-                let (lo, hi) = (i * chunk, ((i + 1) * chunk).min(len));
-                let mut faults = self.faults();
-                faults.drain(lo..hi);
-                if self.try_candidate(self.scenario.clone(), faults) {
-                    n = (n - 1).max(2);
-                    reduced = true;
-                    break;
-                }
-            }
-            if !reduced {
-                if n >= len {
-                    break;
-                }
-                n = (2 * n).min(len);
-            }
-        }
+        self.ddmin_positions(
+            |sh| sh.plan().len(),
+            |sh, keep| {
+                let faults = sh.faults();
+                (
+                    sh.scenario.clone(),
+                    keep.iter().map(|k| faults[*k]).collect(),
+                )
+            },
+        );
         // One more pass: each remaining fault alone.
         let mut i = 0;
-        while i < self.plan.len() && self.plan.len() > 1 && !self.out_of_budget() {
+        while i < self.plan().len() && self.plan().len() > 1 && !self.out_of_budget() {
             let mut faults = self.faults();
             faults.remove(i);
             if !self.try_candidate(self.scenario.clone(), faults) {
@@ -396,7 +401,7 @@ impl Shrinker {
             &valid,
             self.seed,
             self.variant,
-            Some(self.plan.clone()),
+            Some(self.plan().clone()),
             Some(&mut touching),
         );
         touching.nodes.into_iter().collect()
@@ -524,7 +529,8 @@ impl Shrinker {
 
     fn shorten_fault_phase(&mut self) {
         // The plan's last fault bounds how long the fault phase must be.
-        let last_fault_ms = last_fault_time_ms(&self.scenario, self.seed, self.variant, &self.plan);
+        let last_fault_ms =
+            last_fault_time_ms(&self.scenario, self.seed, self.variant, self.plan());
         let mut s = self.scenario.clone();
         let phase = (last_fault_ms + 1_000).min(s.faults.fault_phase_ms);
         if phase < s.faults.fault_phase_ms {
@@ -623,7 +629,6 @@ fn last_fault_time_ms(s: &Scenario, seed: u64, variant: Variant, plan: &FaultPla
 #[derive(Debug)]
 pub struct ShrinkReport {
     pub failure: FailureFile,
-    pub outcome: RunOutcome,
 }
 
 /// Shrink the failing run (scenario, seed, variant). `Err` if it does not fail.
@@ -646,19 +651,7 @@ pub fn shrink(
     let original = size_of(&scn.scenario, &outcome.plan, &outcome);
     // Replay the drawn faults as a plan once: the same run, now with the
     // time each fault struck.
-    let replayed = simulate_with_plan(scn, seed, variant, Some(outcome.plan.clone()), None);
-    let mut sh = Shrinker {
-        seed,
-        variant,
-        invariant,
-        scenario: scn.scenario.clone(),
-        plan: replayed.plan.clone(),
-        times: replayed.plan_decided.clone(),
-        best: outcome,
-        candidates: 1,
-        limits,
-        started,
-    };
+    let replayed = simulate_with_plan(scn, seed, variant, Some(outcome.plan), None);
     if !replayed.invariants.contains(&invariant) {
         return Err(format!(
             "{} seed {seed} variant {}: replaying its own fault plan does not reproduce {} (a simulator bug)",
@@ -667,12 +660,21 @@ pub fn shrink(
             invariant.name()
         ));
     }
-    sh.best = replayed;
+    let mut sh = Shrinker {
+        seed,
+        variant,
+        invariant,
+        scenario: scn.scenario.clone(),
+        best: replayed,
+        candidates: 1,
+        limits,
+        started,
+    };
     // Rounds until nothing shrinks any more (bounded). Fewer tasks first: it
     // makes every later candidate cheaper.
     loop {
         let before = (
-            sh.plan.len(),
+            sh.plan().len(),
             sh.scenario.tasks.total(),
             sh.scenario.fleet.workers,
             sh.scenario.fleet.reclaimers,
@@ -687,7 +689,7 @@ pub fn shrink(
         });
         sh.shrink_dimension(|s| s.tasks.steps_per_task(), 1, &|sh, n| sh.with_steps(n));
         let after = (
-            sh.plan.len(),
+            sh.plan().len(),
             sh.scenario.tasks.total(),
             sh.scenario.fleet.workers,
             sh.scenario.fleet.reclaimers,
@@ -704,7 +706,7 @@ pub fn shrink(
         .find(|v| v.invariant == invariant)
         .map(|v| v.message.clone())
         .unwrap_or_default();
-    let shrunk = size_of(&sh.scenario, &sh.plan, &sh.best);
+    let shrunk = size_of(&sh.scenario, sh.plan(), &sh.best);
     let failure = FailureFile {
         format: FAILURE_FORMAT.to_string(),
         leasehold_version: crate::LEASEHOLD_VERSION.to_string(),
@@ -713,14 +715,11 @@ pub fn shrink(
         variant: variant.name().to_string(),
         invariant: invariant.name().to_string(),
         message,
-        plan: sh.plan,
+        plan: sh.best.plan,
         original,
         shrunk,
         shrink_ms: started.elapsed().as_millis() as u64,
         candidates_run: sh.candidates,
     };
-    Ok(ShrinkReport {
-        failure,
-        outcome: sh.best,
-    })
+    Ok(ShrinkReport { failure })
 }

@@ -1,15 +1,10 @@
 //! `leasehold chart`: bad input exits 2 with one line naming the flag, and a
 //! real chart renders PNG and SVG with the bundled font.
 
+mod common;
+use common::leasehold;
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn leasehold(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leasehold"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
+use std::process::Output;
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("leasehold-chart-{name}-{}", std::process::id()));

@@ -2,17 +2,9 @@
 //! clear message (never a panic) for every kind of bad input.
 
 mod common;
-use common::root;
+use common::{leasehold, root};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn leasehold(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leasehold"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("the binary runs")
-}
+use std::process::Output;
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

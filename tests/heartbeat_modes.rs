@@ -13,7 +13,12 @@ use leasehold_protocol::{HeartbeatMode, Variant};
 /// partitions, store outages and ambiguous writes, service faults), in the
 /// given heartbeat mode.
 fn friday_rush_in(mode: HeartbeatMode) -> ValidScenario {
-    let mut scenario = scenario("friday-rush").scenario;
+    in_mode(scenario("friday-rush"), mode)
+}
+
+/// `scn` with its heartbeat mode set to `mode`.
+fn in_mode(scn: ValidScenario, mode: HeartbeatMode) -> ValidScenario {
+    let mut scenario = scn.scenario;
     scenario.protocol.heartbeat_mode = mode;
     let source = serde_json::to_string_pretty(&scenario).unwrap();
     scenario.validate(source).expect("still valid")
@@ -110,10 +115,7 @@ fn task_mode_passes_every_shipped_scenario() {
         if !scn.scenario.expected_violations.is_empty() || name == "friday-rush" {
             continue;
         }
-        let mut scenario = scn.scenario;
-        scenario.protocol.heartbeat_mode = HeartbeatMode::Task;
-        let source = serde_json::to_string_pretty(&scenario).unwrap();
-        let scn = scenario.validate(source).expect("still valid");
+        let scn = in_mode(scn, HeartbeatMode::Task);
         for o in run_seeds(&scn, 1..=100, Variant::Correct) {
             assert!(
                 o.ok(),

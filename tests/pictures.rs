@@ -2,16 +2,7 @@
 //! `export` writes Chrome trace JSON that Perfetto opens and an SVG swimlane.
 
 mod common;
-use common::root;
-use std::process::Command;
-
-fn leasehold(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_leasehold"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .unwrap()
-}
+use common::leasehold;
 
 const MINIMAL: &str = "scenarios/regressions/no-self-fencing.failure.json";
 

@@ -39,6 +39,13 @@ fn leasehold(args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
+/// `leasehold sweep SCENARIO --seeds SEEDS FLAGS...`
+fn sweep(seeds: &str, flags: &[&str]) -> Output {
+    let mut args = vec!["sweep", SCENARIO, "--seeds", seeds];
+    args.extend_from_slice(flags);
+    leasehold(&args)
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -91,16 +98,7 @@ fn shards_are_disjoint_and_their_union_is_the_range() {
         .collect();
     for (k, file) in (1..=3).zip(&files) {
         let shard = format!("{k}/3");
-        let out = leasehold(&[
-            "sweep",
-            SCENARIO,
-            "--seeds",
-            "1..31",
-            "--shard",
-            &shard,
-            "--out",
-            s(file),
-        ]);
+        let out = sweep("1..31", &["--shard", &shard, "--out", s(file)]);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         let seeds = seeds_in(file);
         assert!(!seeds.is_empty());
@@ -156,20 +154,11 @@ fn shard_auto_reads_job_completion_index() {
 #[test]
 fn results_are_identical_whatever_jobs_is() {
     let run = |jobs: &str, json_flag: bool| {
-        let mut args = vec![
-            "sweep",
-            SCENARIO,
-            "--seeds",
-            "1..40",
-            "--variant",
-            BUGGY,
-            "--jobs",
-            jobs,
-        ];
+        let mut flags = vec!["--variant", BUGGY, "--jobs", jobs];
         if json_flag {
-            args.push("--json");
+            flags.push("--json");
         }
-        let out = leasehold(&args);
+        let out = sweep("1..40", &flags);
         assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
         out
     };
@@ -207,19 +196,18 @@ fn results_are_identical_whatever_jobs_is() {
 #[test]
 fn stop_after_keeps_the_first_failures_in_seed_order_for_any_jobs() {
     let run = |jobs| {
-        let out = leasehold(&[
-            "sweep",
-            SCENARIO,
-            "--seeds",
+        let out = sweep(
             "1..40",
-            "--variant",
-            BUGGY,
-            "--stop-after",
-            "2",
-            "--jobs",
-            jobs,
-            "--json",
-        ]);
+            &[
+                "--variant",
+                BUGGY,
+                "--stop-after",
+                "2",
+                "--jobs",
+                jobs,
+                "--json",
+            ],
+        );
         assert_eq!(out.status.code(), Some(1));
         untimed(json(&out))
     };
@@ -231,14 +219,7 @@ fn stop_after_keeps_the_first_failures_in_seed_order_for_any_jobs() {
 
 #[test]
 fn a_time_budget_stops_cleanly_and_says_how_many_seeds_ran() {
-    let out = leasehold(&[
-        "sweep",
-        SCENARIO,
-        "--seeds",
-        "1..100000",
-        "--time-budget",
-        "1ms",
-    ]);
+    let out = sweep("1..100000", &["--time-budget", "1ms"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert!(
@@ -251,15 +232,7 @@ fn a_time_budget_stops_cleanly_and_says_how_many_seeds_ran() {
 #[test]
 fn a_killed_sweep_resumed_finds_the_same_failures_as_an_uninterrupted_one() {
     let dir = scratch("kill");
-    let full = leasehold(&[
-        "sweep",
-        SCENARIO,
-        "--seeds",
-        "1..150",
-        "--variant",
-        BUGGY,
-        "--json",
-    ]);
+    let full = sweep("1..150", &["--variant", BUGGY, "--json"]);
     let full = untimed(json(&full));
     assert!(full["failed"].as_u64().unwrap() > 0);
 
@@ -301,18 +274,17 @@ fn a_killed_sweep_resumed_finds_the_same_failures_as_an_uninterrupted_one() {
     child.wait().unwrap();
     let before = std::fs::read_to_string(&partial).unwrap();
 
-    let resumed = leasehold(&[
-        "sweep",
-        SCENARIO,
-        "--seeds",
+    let resumed = sweep(
         "1..150",
-        "--variant",
-        BUGGY,
-        "--resume",
-        "--out",
-        s(&partial),
-        "--json",
-    ]);
+        &[
+            "--variant",
+            BUGGY,
+            "--resume",
+            "--out",
+            s(&partial),
+            "--json",
+        ],
+    );
     assert_eq!(resumed.status.code(), Some(1), "{}", text(&resumed.stderr));
     let resumed_json = json(&resumed);
     let complete_lines = before.lines().count() - usize::from(!before.ends_with('\n'));
@@ -332,16 +304,7 @@ fn a_killed_sweep_resumed_finds_the_same_failures_as_an_uninterrupted_one() {
 fn resume_drops_a_truncated_final_line_and_reruns_its_seed() {
     let dir = scratch("truncated");
     let file = dir.join("results.jsonl");
-    let out = leasehold(&[
-        "sweep",
-        SCENARIO,
-        "--seeds",
-        "1..12",
-        "--variant",
-        BUGGY,
-        "--out",
-        s(&file),
-    ]);
+    let out = sweep("1..12", &["--variant", BUGGY, "--out", s(&file)]);
     assert_eq!(out.status.code(), Some(1));
     let full = std::fs::read_to_string(&file).unwrap();
     let lines: Vec<&str> = full.lines().collect();
@@ -353,18 +316,10 @@ fn resume_drops_a_truncated_final_line_and_reruns_its_seed() {
         &lines[2][..lines[2].len() / 2]
     );
     std::fs::write(&file, cut).unwrap();
-    let resumed = leasehold(&[
-        "sweep",
-        SCENARIO,
-        "--seeds",
+    let resumed = sweep(
         "1..12",
-        "--variant",
-        BUGGY,
-        "--resume",
-        "--out",
-        s(&file),
-        "--json",
-    ]);
+        &["--variant", BUGGY, "--resume", "--out", s(&file), "--json"],
+    );
     assert_eq!(resumed.status.code(), Some(1), "{}", text(&resumed.stderr));
     let stderr = text(&resumed.stderr);
     assert!(
@@ -445,7 +400,7 @@ fn malformed_flags_exit_2_with_one_clear_line() {
 fn a_corrupt_results_file_is_reported_with_its_line_number() {
     let dir = scratch("corrupt");
     let file = dir.join("results.jsonl");
-    let out = leasehold(&["sweep", SCENARIO, "--seeds", "1..3", "--out", s(&file)]);
+    let out = sweep("1..3", &["--out", s(&file)]);
     assert_eq!(out.status.code(), Some(0));
     let good = std::fs::read_to_string(&file).unwrap();
     for (corrupt, expect) in [
@@ -462,15 +417,7 @@ fn a_corrupt_results_file_is_reported_with_its_line_number() {
         )
         .unwrap();
         let name = file.display().to_string();
-        let resumed = leasehold(&[
-            "sweep",
-            SCENARIO,
-            "--seeds",
-            "1..5",
-            "--resume",
-            "--out",
-            s(&file),
-        ]);
+        let resumed = sweep("1..5", &["--resume", "--out", s(&file)]);
         let merged = leasehold(&["merge", s(&file)]);
         for (what, out) in [("sweep --resume", resumed), ("merge", merged)] {
             let stderr = text(&out.stderr);
@@ -520,16 +467,7 @@ fn resume_refuses_results_of_another_scenario_text() {
 fn junit_report_is_well_formed_and_carries_seed_and_replay() {
     let dir = scratch("junit");
     let xml = dir.join("junit.xml");
-    let out = leasehold(&[
-        "sweep",
-        SCENARIO,
-        "--seeds",
-        "1..20",
-        "--variant",
-        BUGGY,
-        "--junit",
-        s(&xml),
-    ]);
+    let out = sweep("1..20", &["--variant", BUGGY, "--junit", s(&xml)]);
     assert_eq!(out.status.code(), Some(1));
     let report = Report::deserialize_from_str(&std::fs::read_to_string(&xml).unwrap())
         .expect("well-formed JUnit XML");
@@ -556,29 +494,11 @@ fn junit_report_is_well_formed_and_carries_seed_and_replay() {
     // A passing sweep, and merge's report: one test case per scenario and variant.
     let ok_xml = dir.join("ok.xml");
     let results = dir.join("results.jsonl");
-    let ok = leasehold(&[
-        "sweep",
-        SCENARIO,
-        "--seeds",
-        "1..5",
-        "--junit",
-        s(&ok_xml),
-        "--out",
-        s(&results),
-    ]);
+    let ok = sweep("1..5", &["--junit", s(&ok_xml), "--out", s(&results)]);
     assert_eq!(ok.status.code(), Some(0));
     let report = Report::deserialize_from_str(&std::fs::read_to_string(&ok_xml).unwrap()).unwrap();
     assert_eq!((report.tests, report.failures), (1, 0));
-    let buggy = leasehold(&[
-        "sweep",
-        SCENARIO,
-        "--seeds",
-        "1..5",
-        "--variant",
-        BUGGY,
-        "--out",
-        s(&results),
-    ]);
+    let buggy = sweep("1..5", &["--variant", BUGGY, "--out", s(&results)]);
     assert_eq!(buggy.status.code(), Some(1));
     let merged_xml = dir.join("merged.xml");
     let merged = leasehold(&["merge", s(&results), "--junit", s(&merged_xml)]);
@@ -592,7 +512,7 @@ fn junit_report_is_well_formed_and_carries_seed_and_replay() {
 fn merge_flags_seeds_whose_runs_disagree() {
     let dir = scratch("disagree");
     let file = dir.join("results.jsonl");
-    let out = leasehold(&["sweep", SCENARIO, "--seeds", "1..2", "--out", s(&file)]);
+    let out = sweep("1..2", &["--out", s(&file)]);
     assert_eq!(out.status.code(), Some(0));
     let text_before = std::fs::read_to_string(&file).unwrap();
     let first = text_before.lines().next().unwrap();

@@ -39,7 +39,7 @@ pub fn load_run(
     ),
     String,
 > {
-    if text.trim_start().starts_with('{') && text.contains(leasehold::shrink::FAILURE_FORMAT) {
+    if leasehold::shrink::is_failure_file(text) {
         let f = FailureFile::parse(text)?;
         return Ok((f.valid_scenario()?, f.seed, f.variant()?, Some(f.plan)));
     }

@@ -6,7 +6,7 @@ use super::{EXIT_OK, EXIT_VIOLATION, bad_input};
 use leasehold::lease_job::DETERMINISM;
 use leasehold::results_file::{ResultLine, read_results};
 use leasehold::seeds::SeedRange;
-use leasehold::sweep_summary::{FailureRecord, SweepSummary, write_junit};
+use leasehold::sweep_summary::{SweepSummary, write_junit};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -117,7 +117,6 @@ pub fn merge(args: &MergeArgs) -> u8 {
 
     let mut summaries = Vec::new();
     let mut group_json = Vec::new();
-    let mut all_failures = Vec::new();
     let mut incomplete = Vec::new();
     let (mut total_seeds, mut total_events, mut total_wall_us) = (0u64, 0u64, 0u64);
     for ((scenario, variant), group) in &groups {
@@ -149,12 +148,6 @@ pub fn merge(args: &MergeArgs) -> u8 {
         total_seeds += summary.seeds;
         total_events += summary.events;
         total_wall_us = total_wall_us.saturating_add(group.wall_us);
-        for f in summary.failures.values() {
-            let mut value = serde_json::to_value(f).expect("failure records serialise");
-            value["scenario"] = scenario.clone().into();
-            value["variant"] = variant.clone().into();
-            all_failures.push((scenario.clone(), variant.clone(), f.clone(), value));
-        }
         group_json.push(serde_json::json!({
             "scenario": scenario,
             "variant": variant,
@@ -165,7 +158,7 @@ pub fn merge(args: &MergeArgs) -> u8 {
         }));
         summaries.push((summary, Duration::from_micros(group.wall_us)));
     }
-    let failed = all_failures.len();
+    let failed: u64 = summaries.iter().map(|(s, _)| s.failed()).sum();
     // Throughput of the runs themselves: seeds per second of one job.
     let run_s = total_wall_us as f64 / 1e6;
     let seeds_per_sec = total_seeds as f64 / run_s.max(1e-9);
@@ -186,7 +179,7 @@ pub fn merge(args: &MergeArgs) -> u8 {
             "files": args.files.len(),
             "seeds": total_seeds,
             "failed": failed,
-            "failures": all_failures.iter().map(|(_, _, _, v)| v.clone()).collect::<Vec<_>>(),
+            "failures": summaries.iter().flat_map(|(s, _)| failures_json(s)).collect::<Vec<_>>(),
             "events": total_events,
             "groups": group_json,
             "complete": incomplete.is_empty(),
@@ -200,13 +193,13 @@ pub fn merge(args: &MergeArgs) -> u8 {
         }
         println!("{value}");
     } else {
-        let mut current: Option<(&str, &str)> = None;
-        for (scenario, variant, record, _) in &all_failures {
-            if groups.len() > 1 && current != Some((scenario, variant)) {
-                println!("{scenario}, variant {variant}:");
-                current = Some((scenario, variant));
+        for (summary, _) in &summaries {
+            if groups.len() > 1 && !summary.ok() {
+                println!("{}, variant {}:", summary.scenario, summary.variant);
             }
-            print!("{}", FailureRecord::report_lines(record));
+            for record in summary.failures.values() {
+                print!("{}", record.report_lines());
+            }
         }
         for line in &incomplete {
             println!("{line}");
@@ -232,4 +225,18 @@ pub fn merge(args: &MergeArgs) -> u8 {
     } else {
         EXIT_VIOLATION
     }
+}
+
+/// A group's failures as `merge --json` lists them: each failure record with
+/// its scenario and variant.
+fn failures_json(summary: &SweepSummary) -> Vec<serde_json::Value> {
+    summary
+        .failures_json()
+        .into_iter()
+        .map(|mut value| {
+            value["scenario"] = summary.scenario.clone().into();
+            value["variant"] = summary.variant.clone().into();
+            value
+        })
+        .collect()
 }

@@ -10,7 +10,7 @@ pub fn replay(path: &Path, json: bool) -> u8 {
         Ok(t) => t,
         Err(e) => return bad_input(format!("{}: {e}", path.display())),
     };
-    if text.trim_start().starts_with('{') && text.contains(leasehold::shrink::FAILURE_FORMAT) {
+    if leasehold::shrink::is_failure_file(&text) {
         return replay_failure(path, &text, json);
     }
     let trace = match TraceFile::parse(&text) {
@@ -98,7 +98,7 @@ fn replay_failure(path: &Path, text: &str, json: bool) -> u8 {
         Err(e) => return bad_input(format!("{}: {e}", path.display())),
     };
     let names: Vec<&str> = outcome.invariants.iter().map(|i| i.name()).collect();
-    let reproduced = names.contains(&failure.invariant.as_str());
+    let reproduced = failure.reproduced_by(&outcome);
     if json {
         println!(
             "{}",

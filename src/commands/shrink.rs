@@ -68,7 +68,7 @@ pub fn run(scenario_path: &Path, seed: u64, variant: &str, out: Option<&Path>, j
     EXIT_VIOLATION
 }
 
-pub fn print_sizes(f: &FailureFile) {
+fn print_sizes(f: &FailureFile) {
     let row = |label: &str, s: &RunSize| {
         format!(
             "{label:<9} {:>6} faults {:>6} workers {:>3} reclaimers {:>7} tasks {:>4} steps {:>9} events",
@@ -88,7 +88,7 @@ pub fn print_sizes(f: &FailureFile) {
     println!("  {}", row("after:", &f.shrunk));
 }
 
-pub fn print_story(f: &FailureFile) {
+fn print_story(f: &FailureFile) {
     match (f.valid_scenario(), f.variant()) {
         (Ok(scn), Ok(variant)) => {
             let (lines, _) =

@@ -3,9 +3,19 @@ use leasehold::{RunOutcome, Scenario, ValidScenario, simulate};
 use leasehold_check::Invariant;
 use leasehold_protocol::Variant;
 use std::path::PathBuf;
+use std::process::{Command, Output};
 
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Run the `leasehold` binary in the package root.
+pub fn leasehold(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("the binary runs")
 }
 
 pub fn scenario(name: &str) -> ValidScenario {
