@@ -23,13 +23,13 @@ pub fn run(file: &Path, format: &str, out: &Path) -> u8 {
         "perfetto" => {
             let value = perfetto(&scn, &tl, &outcome);
             std::fs::write(out, serde_json::to_string(&value).expect("json serialises"))
+                .map_err(|e| format!("{}: {e}", out.display()))
         }
-        _ => {
-            leasehold::swimlane::write_svg(&scn, &tl, &outcome, out).map_err(std::io::Error::other)
-        }
+        // Its errors name the file already.
+        _ => leasehold::swimlane::write_svg(&scn, &tl, &outcome, out),
     };
     if let Err(e) = written {
-        return bad_input(format!("--out {}: {e}", out.display()));
+        return bad_input(format!("--out {e}"));
     }
     println!(
         "wrote {} ({} lease spans, {} marks, {} violations)",
