@@ -808,23 +808,26 @@ impl Worker {
                 self.polling = false;
                 self.next_poll_at = now;
             }
-            StoreReply::Conflict { .. } => {
-                self.claim_retries += 1;
-                // Retry at once only while the last poll showed more
-                // candidates than we have lost: with one pending task and a
-                // large idle fleet, every loser re-polling at once is a
-                // thundering herd (each new task drew a cascade of claims).
-                if self.claim_retries < MAX_CLAIM_RETRIES
-                    && self.claim_retries < self.last_poll_candidates
-                {
-                    self.polling = false;
-                    self.next_poll_at = now;
-                } else {
-                    self.claim_retries = 0;
-                    self.poll_idle(now);
-                }
-            }
+            StoreReply::Conflict { .. } => self.lost_claim_race(now),
             _ => self.poll_later(now),
+        }
+    }
+
+    /// Another worker got the task first (its claim, or in task mode its
+    /// lease): try the next candidate, or back off.
+    fn lost_claim_race(&mut self, now: Instant) {
+        self.claim_retries += 1;
+        // Retry at once only while the last poll showed more candidates than
+        // we have lost: with one pending task and a large idle fleet, every
+        // loser re-polling at once is a thundering herd (each new task drew a
+        // cascade of claims).
+        if self.claim_retries < MAX_CLAIM_RETRIES && self.claim_retries < self.last_poll_candidates
+        {
+            self.polling = false;
+            self.next_poll_at = now;
+        } else {
+            self.claim_retries = 0;
+            self.poll_idle(now);
         }
     }
 
