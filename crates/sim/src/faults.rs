@@ -622,8 +622,12 @@ impl FaultInjector {
                 let rng = &mut per_node[i];
                 // One draw per step: a roll split into bands (at most one
                 // fault per step) and 32 bits for the fault's size. A hit
-                // draws once more, whatever the targets: how much of the
-                // stream a step uses depends on the stream alone.
+                // draws once more, whatever the targets, so this roll uses
+                // the stream alike on every node. Not the whole step: a
+                // crash between outputs or a pause that fires (so only on a
+                // crashable or pausable node) draws again from this stream
+                // in `outputs_before`, over a range set by the step's output
+                // count.
                 let (roll, size) = halves(rng.random::<u64>());
                 let roll = ppm_roll(roll);
                 let crash_end = rates.crash_ppm;
