@@ -171,13 +171,9 @@ impl Observer<DocKey, DocValue, LeaseEvent> for Teller<'_> {
                     return;
                 }
                 let who = self.actor(*actor);
-                let new = match op {
-                    StoreRequest::CreateIfAbsent { value, .. }
-                    | StoreRequest::PutIfVersion { value, .. }
-                    | StoreRequest::PutUnconditional { value, .. } => value.as_task().copied(),
-                    _ => None,
+                let Some(new) = op.value().and_then(|v| v.as_task().copied()) else {
+                    return;
                 };
-                let Some(new) = new else { return };
                 let old = before.and_then(|b| b.value.as_task().copied());
                 let blind = matches!(op, StoreRequest::PutUnconditional { .. });
                 let text = match reply {

@@ -4,7 +4,7 @@
 use crate::run::{RunOutcome, node_roles, simulate_with_plan};
 use crate::scenario::ValidScenario;
 use leasehold_check::NodeRole;
-use leasehold_interface::{StoreReply, StoreRequest};
+use leasehold_interface::StoreReply;
 use leasehold_protocol::{DocKey, DocValue, LeaseEvent, Owner, TaskState, Variant};
 use leasehold_sim::{Actor, Fault, FaultPlan, NodeId, Observer, Record, RecordKind};
 use serde_json::{Value, json};
@@ -101,11 +101,8 @@ impl Observer<DocKey, DocValue, LeaseEvent> for Collector<'_> {
                     return;
                 }
                 *self.tl.writes_per_s.entry(t / 1_000_000).or_insert(0) += 1;
-                let value = match op {
-                    StoreRequest::CreateIfAbsent { value, .. }
-                    | StoreRequest::PutIfVersion { value, .. }
-                    | StoreRequest::PutUnconditional { value, .. } => value,
-                    _ => return,
+                let Some(value) = op.value() else {
+                    return;
                 };
                 match (op.key(), value) {
                     (Some(DocKey::Task { task }), DocValue::Task(doc)) => {

@@ -615,12 +615,7 @@ impl Observer<DocKey, DocValue, LeaseEvent> for LeaseChecker {
                     return;
                 };
                 let new = match (op, reply) {
-                    (
-                        StoreRequest::CreateIfAbsent { value, .. }
-                        | StoreRequest::PutIfVersion { value, .. }
-                        | StoreRequest::PutUnconditional { value, .. },
-                        StoreReply::Written { .. },
-                    ) => match value.as_task() {
+                    (_, StoreReply::Written { .. }) => match op.value().and_then(|v| v.as_task()) {
                         Some(t) => *t,
                         None => return,
                     },

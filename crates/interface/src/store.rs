@@ -74,6 +74,19 @@ impl<K, V> StoreRequest<K, V> {
         }
     }
 
+    /// The value a write carries (`None` for reads, scans and deletes).
+    pub fn value(&self) -> Option<&V> {
+        match self {
+            StoreRequest::CreateIfAbsent { value, .. }
+            | StoreRequest::PutIfVersion { value, .. }
+            | StoreRequest::PutUnconditional { value, .. } => Some(value),
+            StoreRequest::Get { .. }
+            | StoreRequest::DeleteIfVersion { .. }
+            | StoreRequest::Scan { .. }
+            | StoreRequest::ScanIndex { .. } => None,
+        }
+    }
+
     pub fn is_write(&self) -> bool {
         matches!(
             self,

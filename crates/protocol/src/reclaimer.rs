@@ -72,11 +72,32 @@ enum Purpose {
     },
 }
 
+/// The version of a document last seen, and since when: how long it has
+/// stood still, on this reclaimer's own clock. Both modes detect death by it.
 #[derive(Clone, Copy, Debug)]
 struct Observation {
     version: Version,
     /// Local time at which this reclaimer first saw `version`.
     since: Instant,
+}
+
+impl Observation {
+    fn new(version: Version, now: Instant) -> Observation {
+        Observation {
+            version,
+            since: now,
+        }
+    }
+
+    /// Seeing `version` at `now`: how long the document has stood still, or
+    /// `None` if it moved since last seen (the count restarts from `now`).
+    fn stood_still_us(&mut self, version: Version, now: Instant) -> Option<u64> {
+        if self.version != version {
+            *self = Observation::new(version, now);
+            return None;
+        }
+        Some(now.saturating_us_since(self.since))
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -335,14 +356,7 @@ impl Reclaimer {
                 // owner has no document left belongs to a reclaimed (deleted)
                 // incarnation: its claim landed late, after the reclaim.
                 if let StoreReply::Got { doc: None } = reply {
-                    let op = self.requeue_op(task, version, &doc);
-                    self.out.event(LeaseEvent::Requeued {
-                        task,
-                        from: owner,
-                        epoch: op.1,
-                    });
-                    self.out
-                        .store(op.0, Purpose::RequeueOrphan, self.deadline(now));
+                    self.send_requeue(now, task, version, &doc, owner, Purpose::RequeueOrphan);
                 }
             }
             Purpose::RequeueOrphan => {}
@@ -397,16 +411,21 @@ impl Reclaimer {
         );
     }
 
-    /// The write that puts a running task back in the queue, re-checking that
-    /// it is still exactly as listed, and its new epoch.
-    fn requeue_op(
-        &self,
+    /// Put a running task back in the queue: the write re-checks that it is
+    /// still exactly as read (`version`) and bumps its epoch. Emits
+    /// `Requeued` (from `from`), then sends the write for `purpose`. Both
+    /// modes' re-queues, and the orphan sweep's, go through here.
+    fn send_requeue(
+        &mut self,
+        now: Instant,
         task: TaskId,
         version: Version,
         t: &TaskDoc,
-    ) -> (StoreRequest<DocKey, DocValue>, u64) {
+        from: Owner,
+        purpose: Purpose,
+    ) {
         let epoch = if self.cfg.variant == Variant::ReclaimWithoutEpochBump {
-            t.epoch
+            t.epoch // planted bug: the epoch stays
         } else {
             t.epoch + 1
         };
@@ -419,6 +438,7 @@ impl Reclaimer {
         let index = requeued.index_key(task);
         let key = DocKey::Task { task };
         let op = if self.cfg.variant == Variant::ReclaimById {
+            // Planted bug: by key alone, whatever the task became meanwhile.
             StoreRequest::PutUnconditional {
                 key,
                 value: DocValue::Task(requeued),
@@ -432,7 +452,8 @@ impl Reclaimer {
                 index,
             }
         };
-        (op, epoch)
+        self.out.event(LeaseEvent::Requeued { task, from, epoch });
+        self.out.store(op, purpose, self.deadline(now));
     }
 
     fn consider_member(&mut self, now: Instant, doc: &Document<DocKey, DocValue>) {
@@ -451,17 +472,14 @@ impl Reclaimer {
                 }
             }
             MemberStatus::Alive => {
-                let obs = self.observed.entry(owner).or_insert(Observation {
-                    version: doc.version,
-                    since: now,
-                });
-                if obs.version != doc.version {
-                    *obs = Observation {
-                        version: doc.version,
-                        since: now,
-                    };
+                let Some(quiet_us) = self
+                    .observed
+                    .entry(owner)
+                    .or_insert(Observation::new(doc.version, now))
+                    .stood_still_us(doc.version, now)
+                else {
                     return;
-                }
+                };
                 let lease_timeout_ms = if self.cfg.variant == Variant::ReclaimerOwnTtl {
                     self.cfg.default_lease_timeout_ms // planted bug: ours, not theirs
                 } else {
@@ -471,7 +489,7 @@ impl Reclaimer {
                     // Planted bug: another node's wall-clock stamp against ours.
                     self.wall_ms.saturating_sub(member.written_at_ms) >= lease_timeout_ms
                 } else {
-                    now.saturating_us_since(obs.since) >= lease_timeout_ms * 1_000
+                    quiet_us >= lease_timeout_ms * 1_000
                 };
                 if expired && !self.marking.contains(&owner) {
                     self.mark_dead(now, owner, doc.version, *member);
@@ -548,14 +566,7 @@ impl Reclaimer {
             if t.state != TaskState::Running || t.owner != Some(owner) {
                 continue;
             }
-            let (op, epoch) = self.requeue_op(task, doc.version, t);
-            self.out.event(LeaseEvent::Requeued {
-                task,
-                from: owner,
-                epoch,
-            });
-            self.out
-                .store(op, Purpose::Requeue { owner }, self.deadline(now));
+            self.send_requeue(now, task, doc.version, t, owner, Purpose::Requeue { owner });
             sent += 1;
         }
         let job = self.jobs.get_mut(&owner).expect("job exists");

@@ -1,5 +1,6 @@
-//! A map kept as a vector sorted by key, for the handful of entries a worker
-//! holds per slot (running tasks, claims in doubt).
+//! A map (and a set) kept as a vector sorted by key, for the handful of
+//! entries a worker holds per slot (running tasks, claims in doubt, task
+//! leases).
 //!
 //! Iteration is in key order, exactly like the `BTreeMap` it replaces, so
 //! every output a node derives from iterating it comes out in the same order.
@@ -87,7 +88,6 @@ impl<K: Ord, V> SortedVecMap<K, V> {
         self.entries.clear();
     }
 
-    #[cfg(test)]
     pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
         self.entries.iter().map(|(k, v)| (k, v))
     }
@@ -102,8 +102,55 @@ impl<K: Ord, V> SortedVecMap<K, V> {
         (k, v)
     }
 
+    pub fn keys(&self) -> impl Iterator<Item = &K> {
+        self.entries.iter().map(|(k, _)| k)
+    }
+
     pub fn values(&self) -> impl Iterator<Item = &V> {
         self.entries.iter().map(|(_, v)| v)
+    }
+}
+
+/// A set kept as a sorted vector: a [`SortedVecMap`] without values, with
+/// `BTreeSet`'s answers.
+#[derive(Clone, Debug)]
+pub struct SortedVecSet<K> {
+    map: SortedVecMap<K, ()>,
+}
+
+impl<K: Ord> Default for SortedVecSet<K> {
+    fn default() -> Self {
+        SortedVecSet::new()
+    }
+}
+
+impl<K: Ord> SortedVecSet<K> {
+    pub const fn new() -> SortedVecSet<K> {
+        SortedVecSet {
+            map: SortedVecMap::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn contains(&self, key: &K) -> bool {
+        self.map.contains_key(key)
+    }
+
+    /// Whether `key` was new.
+    pub fn insert(&mut self, key: K) -> bool {
+        self.map.insert(key, ()).is_none()
+    }
+
+    /// Whether `key` was there.
+    pub fn remove(&mut self, key: &K) -> bool {
+        self.map.remove(key).is_some()
+    }
+
+    pub fn clear(&mut self) {
+        self.map.clear();
     }
 }
 
@@ -150,6 +197,28 @@ mod tests {
             let a: Vec<_> = ours.iter().map(|(k, v)| (*k, *v)).collect();
             let b: Vec<_> = theirs.iter().map(|(k, v)| (*k, *v)).collect();
             assert_eq!(a, b);
+            assert!(ours.keys().eq(theirs.keys()));
         }
+    }
+
+    #[test]
+    fn the_set_behaves_like_a_btree_set() {
+        let mut ours = SortedVecSet::new();
+        let mut theirs = std::collections::BTreeSet::new();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..5_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let key = state % 24;
+            match (state >> 32) % 3 {
+                0 => assert_eq!(ours.insert(key), theirs.insert(key)),
+                1 => assert_eq!(ours.remove(&key), theirs.remove(&key)),
+                _ => assert_eq!(ours.contains(&key), theirs.contains(&key)),
+            }
+            assert_eq!(ours.len(), theirs.len());
+        }
+        ours.clear();
+        assert_eq!(ours.len(), 0);
     }
 }

@@ -9,7 +9,7 @@ use crate::config::{HeartbeatMode, ProtocolConfig};
 use crate::docs::{DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId, TaskState};
 use crate::events::LeaseEvent;
 use crate::outbox::Outbox;
-use crate::sorted_vec_map::SortedVecMap;
+use crate::sorted_vec_map::{SortedVecMap, SortedVecSet};
 use crate::variant::Variant;
 use crate::{LeaseInput, LeaseOutput};
 use leasehold_interface::{
@@ -137,15 +137,21 @@ pub struct Worker {
     /// At most `slots_per_worker` entries between them, in task order.
     runs: SortedVecMap<TaskId, Run>,
     doubtful: SortedVecMap<TaskId, Doubt>,
-    /// Task mode: lease creations on their way (each holds a slot).
-    lease_creates: std::collections::BTreeSet<TaskId>,
+    /// Task mode: lease creations on their way. Each holds a slot (see
+    /// `busy_slots`): at most `slots_per_worker`.
+    lease_creates: SortedVecSet<TaskId>,
     /// Task heartbeat mode: the lease held on each task being claimed or run.
-    leases: std::collections::BTreeMap<TaskId, task_lease::TaskLease>,
+    /// Each holds a slot (that of its claim or run, or its own; see
+    /// `busy_slots`): at most `slots_per_worker`.
+    leases: SortedVecMap<TaskId, task_lease::TaskLease>,
     /// Task mode: leases released (task done, or claim settled without a
     /// run) while a renewal was in flight; the renewal's reply deletes them.
     /// A lease given up by `abandon` is never here: its task may still run
-    /// under it in the store, so only a reclaimer may settle it.
-    releasing: std::collections::BTreeSet<TaskId>,
+    /// under it in the store, so only a reclaimer may settle it. These hold
+    /// no slot (the slot is free again): the bound is that each entry has its
+    /// one renewal in flight, so at most `MAX_PENDING_REQUESTS`; in practice
+    /// the leases released within one `store_timeout_ms`.
+    releasing: SortedVecSet<TaskId>,
     out: Outbox<Purpose>,
     /// Wall-clock reading at the current input: stamps documents, nothing more.
     wall_ms: u64,
@@ -183,9 +189,9 @@ impl Worker {
             first_register_at: None,
             runs: SortedVecMap::new(),
             doubtful: SortedVecMap::new(),
-            lease_creates: std::collections::BTreeSet::new(),
-            leases: std::collections::BTreeMap::new(),
-            releasing: std::collections::BTreeSet::new(),
+            lease_creates: SortedVecSet::new(),
+            leases: SortedVecMap::new(),
+            releasing: SortedVecSet::new(),
             out: Outbox::new(),
             wall_ms: 0,
         }
@@ -261,20 +267,19 @@ impl Worker {
         next
     }
 
-    /// Tasks that hold a slot: running, being claimed, or (task mode) whose
-    /// lease we hold while the claim is on its way.
+    /// Tasks that hold a slot: running (`runs`); claimed and not settled,
+    /// claims on their way and in doubt alike (`doubtful`); and in task mode,
+    /// leases being created (`lease_creates`) and any lease held for a task
+    /// in neither `runs` nor `doubtful` (a claim's or a run's lease shares
+    /// its slot). On the hot path (`poll_timeout` asks every step): the lease
+    /// walk is over a short vector, empty in worker mode.
     fn busy_slots(&self) -> usize {
-        if self.leases.is_empty() && self.lease_creates.is_empty() {
-            // Worker heartbeat mode (always) and an idle task-mode worker:
-            // no B-tree walk on the hot path (`poll_timeout` asks every step).
-            return self.runs.len() + self.doubtful.len();
-        }
-        let pending_leases = self
+        let lone_leases = self
             .leases
             .keys()
             .filter(|t| !self.runs.contains_key(t) && !self.doubtful.contains_key(t))
             .count();
-        self.runs.len() + self.doubtful.len() + pending_leases + self.lease_creates.len()
+        self.runs.len() + self.doubtful.len() + lone_leases + self.lease_creates.len()
     }
 
     fn free_slots(&self) -> usize {
@@ -357,6 +362,7 @@ impl Worker {
         self.runs.clear();
         self.doubtful.clear();
         self.lease_creates.clear();
+        self.leases.clear();
         self.releasing.clear();
         self.out.clear_pending();
         self.phase = Phase::Stopped;
@@ -468,7 +474,10 @@ impl Worker {
         assert!(self.idle_poll_ms <= self.cfg.idle_poll_max_ms);
         self.polling = false;
         self.next_poll_at = now.plus_ms(self.idle_poll_ms);
-        self.idle_poll_ms = (self.idle_poll_ms * 2).min(self.cfg.idle_poll_max_ms);
+        self.idle_poll_ms = self
+            .idle_poll_ms
+            .saturating_mul(2)
+            .min(self.cfg.idle_poll_max_ms);
     }
 
     fn poll_later(&mut self, now: Instant) {
@@ -808,23 +817,26 @@ impl Worker {
                 self.polling = false;
                 self.next_poll_at = now;
             }
-            StoreReply::Conflict { .. } => {
-                self.claim_retries += 1;
-                // Retry at once only while the last poll showed more
-                // candidates than we have lost: with one pending task and a
-                // large idle fleet, every loser re-polling at once is a
-                // thundering herd (each new task drew a cascade of claims).
-                if self.claim_retries < MAX_CLAIM_RETRIES
-                    && self.claim_retries < self.last_poll_candidates
-                {
-                    self.polling = false;
-                    self.next_poll_at = now;
-                } else {
-                    self.claim_retries = 0;
-                    self.poll_idle(now);
-                }
-            }
+            StoreReply::Conflict { .. } => self.lost_claim_race(now),
             _ => self.poll_later(now),
+        }
+    }
+
+    /// Another worker got the task first (its claim, or in task mode its
+    /// lease): try the next candidate, or back off.
+    fn lost_claim_race(&mut self, now: Instant) {
+        self.claim_retries += 1;
+        // Retry at once only while the last poll showed more candidates than
+        // we have lost: with one pending task and a large idle fleet, every
+        // loser re-polling at once is a thundering herd (each new task drew a
+        // cascade of claims).
+        if self.claim_retries < MAX_CLAIM_RETRIES && self.claim_retries < self.last_poll_candidates
+        {
+            self.polling = false;
+            self.next_poll_at = now;
+        } else {
+            self.claim_retries = 0;
+            self.poll_idle(now);
         }
     }
 

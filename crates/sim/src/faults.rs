@@ -412,6 +412,7 @@ fn take_timed<T: Copy>(
     now_us: u64,
     tag: &dyn Fn() -> u64,
 ) -> Option<T> {
+    // At most `MAX_FAULTS_PER_RUN` entries (asserted in `FaultInjector::new`).
     let list = list?;
     list.retain(|(_, to, _, _)| *to >= now_us);
     let mut this_tag = None;
@@ -449,6 +450,8 @@ impl FaultInjector {
                 }
             }
             FaultSource::Plan(plan) => {
+                // A plan is what one run injected, so it keeps that bound.
+                assert!(plan.faults.len() <= MAX_FAULTS_PER_RUN, "plan too long");
                 let mut steps = BTreeMap::new();
                 let mut messages = BTreeMap::new();
                 let mut scheduled = Vec::new();
@@ -482,6 +485,8 @@ impl FaultInjector {
                 }
             }
             FaultSource::Timed(mut faults) => {
+                // Bounds every `take_timed` list.
+                assert!(faults.len() <= MAX_FAULTS_PER_RUN, "plan too long");
                 faults.sort_by_key(|t| t.from_us);
                 let mut timed_steps: BTreeMap<NodeId, Vec<_>> = BTreeMap::new();
                 let mut timed_messages: BTreeMap<(NodeId, Leg), Vec<_>> = BTreeMap::new();
@@ -544,6 +549,12 @@ impl FaultInjector {
                 decided.get(&(node, node_step, None)).copied()
             }
         }
+    }
+
+    /// Whether faults come from a plan (exact or timed), not from rates:
+    /// then [`FaultInjector::decided`] answers for every injected fault.
+    pub fn follows_plan(&self) -> bool {
+        matches!(self.mode, Mode::Plan { .. })
     }
 
     pub fn fault_phase_end_us(&self) -> u64 {
@@ -611,8 +622,12 @@ impl FaultInjector {
                 let rng = &mut per_node[i];
                 // One draw per step: a roll split into bands (at most one
                 // fault per step) and 32 bits for the fault's size. A hit
-                // draws once more, whatever the targets: how much of the
-                // stream a step uses depends on the stream alone.
+                // draws once more, whatever the targets, so this roll uses
+                // the stream alike on every node. Not the whole step: a
+                // crash between outputs or a pause that fires (so only on a
+                // crashable or pausable node) draws again from this stream
+                // in `outputs_before`, over a range set by the step's output
+                // count.
                 let (roll, size) = halves(rng.random::<u64>());
                 let roll = ppm_roll(roll);
                 let crash_end = rates.crash_ppm;

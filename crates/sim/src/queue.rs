@@ -14,8 +14,8 @@
 //! arrivals then waits outside the queue and enters it one arrival at a time,
 //! in exactly the order it would have had if all were pushed up front.
 
-/// Bits of a key's second word that name the slab slot; the rest hold the
-/// sequence number. Sequence numbers are unique, so the slot bits below them
+/// Bits of a key's second word that name the slab slot (in the timer heap,
+/// the node); the rest hold the sequence number. Sequence numbers are unique, so the slot bits below them
 /// never decide an order.
 const SLOT_BITS: u32 = 24;
 /// Events queued at once, at most (16.7 million).
@@ -53,8 +53,8 @@ impl Key {
     }
 }
 
-/// Children per heap node. Four halves the depth of a binary heap, and a
-/// node's children (4 x 24 bytes) share one or two cache lines: at 10,000
+/// Children per heap node, in both heaps. Four halves the depth of a binary
+/// heap, and a node's children (4 x 16 bytes) fill one cache line: at 10,000
 /// workers the heap holds ~100,000 keys, and each level down is a likely
 /// cache miss.
 const ARITY: usize = 4;
@@ -250,10 +250,6 @@ impl<T> EventQueue<T> {
     }
 }
 
-/// Children per timer-heap node: half the depth of a binary heap, and at
-/// 10,000 nodes each level down is a likely cache miss.
-const TIMER_ARITY: usize = 4;
-
 /// No timer: a node's place in `TimerQueue::pos`.
 const NOT_ARMED: u32 = u32::MAX;
 
@@ -263,9 +259,12 @@ const NOT_ARMED: u32 = u32::MAX;
 /// updates its key in place (an indexed 4-ary heap). Nodes re-arm on most
 /// steps; as events, every re-arm left a stale timer to pop and skip, a
 /// fifth of all events.
+///
+/// The heap is laid out like the event queue's: 16-byte `Key`s whose slot
+/// bits name the node, `ARITY` children per node, one integer compare.
 pub struct TimerQueue {
-    /// A 4-ary min-heap of `(time_us, seq, node)`.
-    heap: Vec<(u64, u64, u32)>,
+    /// A 4-ary min-heap of keys on `order`; a key's slot is its node.
+    heap: Vec<Key>,
     /// Each node's index in `heap`, or `NOT_ARMED`.
     pos: Vec<u32>,
 }
@@ -281,7 +280,10 @@ impl TimerQueue {
     /// Make room for node `node` (nodes are numbered densely from 0).
     pub fn add_node(&mut self, node: u32) {
         assert_eq!(node as usize, self.pos.len(), "nodes are added in order");
-        assert!(node < NOT_ARMED);
+        assert!(
+            (node as usize) < MAX_QUEUED,
+            "node {node} does not fit a timer key's {SLOT_BITS} slot bits"
+        );
         self.pos.push(NOT_ARMED);
     }
 
@@ -299,24 +301,28 @@ impl TimerQueue {
 
     /// Arm `node`'s timer at `(time_us, seq)`, replacing any it had.
     pub fn set(&mut self, node: u32, time_us: u64, seq: u64) {
+        let key = Key::new(time_us, seq, node);
         let at = self.pos[node as usize];
         if at == NOT_ARMED {
             let i = self.heap.len();
-            self.heap.push((time_us, seq, node));
+            self.heap.push(key);
             self.pos[node as usize] = i as u32;
             self.sift_up(i);
         } else {
             let i = at as usize;
-            debug_assert_eq!(self.heap[i].2, node);
-            let earlier = (time_us, seq) < (self.heap[i].0, self.heap[i].1);
-            self.heap[i] = (time_us, seq, node);
+            debug_assert_eq!(self.heap[i].slot(), node as usize);
+            let earlier = key.order() < self.heap[i].order();
+            self.heap[i] = key;
             if earlier {
                 self.sift_up(i);
             } else {
                 self.sift_down(i);
             }
         }
-        debug_assert_eq!(self.heap[self.pos[node as usize] as usize].2, node);
+        debug_assert_eq!(
+            self.heap[self.pos[node as usize] as usize].slot(),
+            node as usize
+        );
     }
 
     /// Disarm `node`'s timer, if armed.
@@ -331,26 +337,28 @@ impl TimerQueue {
     /// The earliest timer: `(time_us, seq, node)`.
     #[inline]
     pub fn peek(&self) -> Option<(u64, u64, u32)> {
-        self.heap.first().copied()
+        self.heap
+            .first()
+            .map(|k| (k.time_us, k.seq_slot >> SLOT_BITS, k.slot() as u32))
     }
 
     /// Remove the earliest timer; returns `(time_us, node)`.
     pub fn pop(&mut self) -> Option<(u64, u32)> {
-        let (time_us, _, node) = *self.heap.first()?;
+        let key = *self.heap.first()?;
         self.take(0);
-        Some((time_us, node))
+        Some((key.time_us, key.slot() as u32))
     }
 
     fn take(&mut self, i: usize) {
-        let node = self.heap[i].2;
+        let node = self.heap[i].slot();
         let last = self.heap.pop().expect("an armed timer is in the heap");
-        self.pos[node as usize] = NOT_ARMED;
+        self.pos[node] = NOT_ARMED;
         if i < self.heap.len() {
             self.heap[i] = last;
-            self.pos[last.2 as usize] = i as u32;
+            self.pos[last.slot()] = i as u32;
             // The moved entry may belong above or below `i`.
             self.sift_up(i);
-            let j = self.pos[last.2 as usize] as usize;
+            let j = self.pos[last.slot()] as usize;
             self.sift_down(j);
         }
     }
@@ -359,20 +367,20 @@ impl TimerQueue {
     /// hole, the entry is written once.
     fn sift_up(&mut self, mut i: usize) {
         let entry = self.heap[i];
-        let order = (entry.0, entry.1);
+        let order = entry.order();
         // Bounded by the depth, log4(len).
         while i > 0 {
-            let parent = (i - 1) / TIMER_ARITY;
+            let parent = (i - 1) / ARITY;
             let p = self.heap[parent];
-            if (p.0, p.1) <= order {
+            if p.order() <= order {
                 break;
             }
             self.heap[i] = p;
-            self.pos[p.2 as usize] = i as u32;
+            self.pos[p.slot()] = i as u32;
             i = parent;
         }
         self.heap[i] = entry;
-        self.pos[entry.2 as usize] = i as u32;
+        self.pos[entry.slot()] = i as u32;
     }
 
     /// Move the entry at `i` down to its place: the smallest child moves up
@@ -380,17 +388,17 @@ impl TimerQueue {
     fn sift_down(&mut self, mut i: usize) {
         let n = self.heap.len();
         let entry = self.heap[i];
-        let order = (entry.0, entry.1);
+        let order = entry.order();
         // Bounded by the depth, log4(len).
         loop {
-            let first = TIMER_ARITY * i + 1;
+            let first = ARITY * i + 1;
             if first >= n {
                 break;
             }
             let mut child = first;
-            let mut child_order = (self.heap[first].0, self.heap[first].1);
-            for c in first + 1..(first + TIMER_ARITY).min(n) {
-                let o = (self.heap[c].0, self.heap[c].1);
+            let mut child_order = self.heap[first].order();
+            for c in first + 1..(first + ARITY).min(n) {
+                let o = self.heap[c].order();
                 if o < child_order {
                     child = c;
                     child_order = o;
@@ -401,11 +409,11 @@ impl TimerQueue {
             }
             let moved = self.heap[child];
             self.heap[i] = moved;
-            self.pos[moved.2 as usize] = i as u32;
+            self.pos[moved.slot()] = i as u32;
             i = child;
         }
         self.heap[i] = entry;
-        self.pos[entry.2 as usize] = i as u32;
+        self.pos[entry.slot()] = i as u32;
     }
 }
 

@@ -25,6 +25,7 @@ use leasehold_interface::{
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
+use std::collections::BTreeSet;
 use std::hash::{Hash, Hasher};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -215,6 +216,8 @@ pub struct Simulation<N: Node> {
     now_us: u64,
     queue: EventQueue<Event<N::Key, N::Value>>,
     slots: Vec<Slot<N>>,
+    /// The `stream_id` of every slot: no two nodes share random streams.
+    stream_ids: BTreeSet<u32>,
     factory: NodeFactory<N>,
     store: VersionedStore<N::Key, N::Value>,
     store_outages: [u32; 2],
@@ -296,6 +299,7 @@ impl<N: Node> Simulation<N> {
             config,
             now_us: 0,
             slots: Vec::new(),
+            stream_ids: BTreeSet::new(),
             factory,
             store: VersionedStore::new(),
             store_outages: [0; 2],
@@ -316,9 +320,7 @@ impl<N: Node> Simulation<N> {
         let id = NodeId(self.slots.len() as u32);
         self.timers.add_node(id.0);
         assert!(
-            self.slots
-                .iter()
-                .all(|s| s.spec.stream_id != spec.stream_id),
+            self.stream_ids.insert(spec.stream_id),
             "two nodes share random streams"
         );
         self.faults.register_node(id, spec.stream_id);
@@ -496,12 +498,20 @@ impl<N: Node> Simulation<N> {
             max_queue_len: self.max_queue_len,
             queue_len_total: self.queue_len_total,
             trace_hash: self.hasher.digest(),
-            plan_decided: self
-                .plan
-                .faults
-                .iter()
-                .map_while(|f| self.faults.decided(f))
-                .collect(),
+            plan_decided: if self.faults.follows_plan() {
+                // Every fault of a planned run was decided by the plan.
+                self.plan
+                    .faults
+                    .iter()
+                    .map(|f| {
+                        self.faults
+                            .decided(f)
+                            .expect("a planned run records when each fault was decided")
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
             plan: std::mem::take(&mut self.plan),
         }
     }

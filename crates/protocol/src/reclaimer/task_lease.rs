@@ -10,18 +10,16 @@
 //! bumping the epoch), then delete the lease. A reclaimer that crashes between
 //! any two steps leaves a `Dead` lease behind, which every later scan resumes.
 
-use super::{Purpose, Reclaimer};
+use super::{Observation, Purpose, Reclaimer};
 use crate::docs::{DocKey, DocValue, MemberStatus, TaskDoc, TaskId, TaskLeaseDoc, TaskState};
 use crate::events::LeaseEvent;
-use crate::variant::Variant;
 use leasehold_interface::{Document, Instant, StoreReply, StoreRequest, Version};
 use std::collections::BTreeMap;
 
+/// An `Observation` of a lease, and the scan that last saw it.
 #[derive(Clone, Copy, Debug)]
 struct LeaseObservation {
-    version: Version,
-    /// Local time at which this reclaimer first saw `version`.
-    since: Instant,
+    seen: Observation,
     /// The scan that last saw the lease; older entries are forgotten.
     scan: u64,
 }
@@ -38,8 +36,11 @@ struct LeaseJob {
 pub(super) struct LeaseWatch {
     scan: u64,
     observed: BTreeMap<TaskId, LeaseObservation>,
-    /// Leases being marked dead, as they were when the mark was sent.
+    /// Leases being marked dead, as they were when the mark was sent. Each
+    /// entry has its one mark in flight: at most `MAX_PENDING_REQUESTS`.
     marking: BTreeMap<TaskId, TaskLeaseDoc>,
+    /// Each entry has exactly one request in flight (read, re-queue or void,
+    /// delete): at most `MAX_PENDING_REQUESTS`.
     jobs: BTreeMap<TaskId, LeaseJob>,
 }
 
@@ -74,17 +75,13 @@ impl Reclaimer {
                     .observed
                     .entry(task)
                     .or_insert(LeaseObservation {
-                        version: doc.version,
-                        since: now,
+                        seen: Observation::new(doc.version, now),
                         scan,
                     });
                 obs.scan = scan;
-                if obs.version != doc.version {
-                    obs.version = doc.version;
-                    obs.since = now;
+                let Some(quiet_us) = obs.seen.stood_still_us(doc.version, now) else {
                     return;
-                }
-                let quiet_us = now.saturating_us_since(obs.since);
+                };
                 if quiet_us >= lease.lease_timeout_ms * 1_000
                     && !self.leases.marking.contains_key(&task)
                 {
@@ -129,41 +126,10 @@ impl Reclaimer {
     }
 
     fn requeue_leased(&mut self, now: Instant, task: TaskId, doc: &Document<DocKey, DocValue>) {
-        let job = self.leases.jobs[&task];
-        let t = *doc.value.as_task().expect("checked by the caller");
-        let epoch = if self.cfg.variant == Variant::ReclaimWithoutEpochBump {
-            t.epoch
-        } else {
-            t.epoch + 1
-        };
-        let requeued = TaskDoc {
-            state: TaskState::Pending,
-            owner: None,
-            epoch,
-            ..t
-        };
-        let index = requeued.index_key(task);
-        let op = if self.cfg.variant == Variant::ReclaimById {
-            StoreRequest::PutUnconditional {
-                key: doc.key,
-                value: DocValue::Task(requeued),
-                index,
-            }
-        } else {
-            StoreRequest::PutIfVersion {
-                key: doc.key,
-                expected: doc.version,
-                value: DocValue::Task(requeued),
-                index,
-            }
-        };
-        self.out.event(LeaseEvent::Requeued {
-            task,
-            from: job.lease.owner,
-            epoch,
-        });
-        self.out
-            .store(op, Purpose::RequeueLeased { task }, self.deadline(now));
+        let from = self.leases.jobs[&task].lease.owner;
+        let t = doc.value.as_task().expect("checked by the caller");
+        let purpose = Purpose::RequeueLeased { task };
+        self.send_requeue(now, task, doc.version, t, from, purpose);
     }
 
     /// Re-write a pending task at a new epoch, conditional on the version

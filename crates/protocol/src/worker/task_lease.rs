@@ -216,32 +216,33 @@ impl Worker {
                 claimed,
                 task_version,
                 sent_at,
-            } => match (self.lease_creates.remove(&task), reply).1 {
-                StoreReply::Written { version } => {
-                    let lease = TaskLease {
-                        epoch: claimed.epoch,
-                        version,
-                        beats: 0,
-                        renewed_at: sent_at,
-                        renew_in_flight: false,
-                        next_renew_at: sent_at.plus_ms(self.cfg.heartbeat_interval_ms),
-                    };
-                    self.leases.insert(task, lease);
-                    if self.task_lease_alive(now, task, claimed.epoch) {
-                        self.send_claim(now, task, claimed, task_version);
-                    } else {
-                        // Too late to claim safely; the reclaimer cleans up.
-                        self.leases.remove(&task);
-                        self.poll_later(now);
+            } => {
+                self.lease_creates.remove(&task);
+                match reply {
+                    StoreReply::Written { version } => {
+                        let lease = TaskLease {
+                            epoch: claimed.epoch,
+                            version,
+                            beats: 0,
+                            renewed_at: sent_at,
+                            renew_in_flight: false,
+                            next_renew_at: sent_at.plus_ms(self.cfg.heartbeat_interval_ms),
+                        };
+                        self.leases.insert(task, lease);
+                        if self.task_lease_alive(now, task, claimed.epoch) {
+                            self.send_claim(now, task, claimed, task_version);
+                        } else {
+                            // Too late to claim safely; the reclaimer cleans up.
+                            self.leases.remove(&task);
+                            self.poll_later(now);
+                        }
                     }
+                    // Someone else holds (or held) a lease on this task: treat it
+                    // like a lost claim race.
+                    StoreReply::Conflict { .. } => self.lost_claim_race(now),
+                    _ => self.poll_later(now),
                 }
-                // Someone else holds (or held) a lease on this task: treat it
-                // like a lost claim race.
-                StoreReply::Conflict { .. } => {
-                    self.on_claim_reply(now, task, claimed, StoreReply::Conflict { current: None })
-                }
-                _ => self.poll_later(now),
-            },
+            }
             Purpose::LeaseRenew {
                 task,
                 epoch,
