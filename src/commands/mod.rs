@@ -29,6 +29,11 @@ pub fn load_scenario(path: &Path) -> Result<ValidScenario, u8> {
     Scenario::load(path).map_err(|e| bad_input(format!("scenario {}: {e}", path.display())))
 }
 
+/// The scenario file and the variant a command runs, checked in that order.
+pub fn load_run_inputs(path: &Path, variant: &str) -> Result<(ValidScenario, Variant), u8> {
+    Ok((load_scenario(path)?, parse_variant(variant)?))
+}
+
 pub fn parse_variant(name: &str) -> Result<Variant, u8> {
     Variant::from_name(name).ok_or_else(|| {
         let known: Vec<&str> = Variant::all().map(|v| v.name()).collect();

@@ -1,4 +1,4 @@
-use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_scenario, parse_variant};
+use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_run_inputs};
 use leasehold::measure::{self, Throughput};
 use leasehold::replay_command;
 use leasehold::trace::{TraceEnd, TraceHeader, TraceWriter};
@@ -20,12 +20,8 @@ pub fn run(
     trace: Option<&Path>,
     check_determinism: bool,
 ) -> u8 {
-    let scn = match load_scenario(scenario_path) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    let variant = match parse_variant(variant) {
-        Ok(v) => v,
+    let (scn, variant) = match load_run_inputs(scenario_path, variant) {
+        Ok(inputs) => inputs,
         Err(code) => return code,
     };
     let mut writer = match trace {

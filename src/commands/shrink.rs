@@ -1,4 +1,4 @@
-use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_scenario, parse_variant};
+use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_run_inputs};
 use leasehold::ValidScenario;
 use leasehold::shrink::{FailureFile, RunSize, ShrinkLimits, shrink};
 use leasehold_protocol::Variant;
@@ -17,12 +17,8 @@ pub fn write_failure_file(path: &Path, failure: &FailureFile) -> std::io::Result
 }
 
 pub fn run(scenario_path: &Path, seed: u64, variant: &str, out: Option<&Path>, json: bool) -> u8 {
-    let scn = match load_scenario(scenario_path) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    let variant = match parse_variant(variant) {
-        Ok(v) => v,
+    let (scn, variant) = match load_run_inputs(scenario_path, variant) {
+        Ok(inputs) => inputs,
         Err(code) => return code,
     };
     let report = match shrink(&scn, seed, variant, ShrinkLimits::default()) {

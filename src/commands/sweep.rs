@@ -3,7 +3,7 @@
 
 use super::progress::{ProgressMode, ProgressReporter};
 use super::shrink::{failure_file_name, write_failure_file};
-use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_scenario, parse_variant};
+use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_run_inputs};
 use leasehold::lease_job::{LeaseJob, TimedSeedResult, replay_command, scenario_hash};
 use leasehold::measure::{self, Throughput};
 use leasehold::results_file::{ResultContext, ResultLine, ResultsWriter, read_results};
@@ -206,12 +206,8 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let scn = match load_scenario(&args.scenario) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    let variant = match parse_variant(&args.variant) {
-        Ok(v) => v,
+    let (scn, variant) = match load_run_inputs(&args.scenario, &args.variant) {
+        Ok(inputs) => inputs,
         Err(code) => return code,
     };
     let context = ResultContext {
