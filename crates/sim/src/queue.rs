@@ -59,6 +59,42 @@ impl Key {
 /// cache miss.
 const ARITY: usize = 4;
 
+/// The smallest of the children that start at `first` (which must exist):
+/// `(index, order)`. Shared by both heaps' sift-down.
+#[inline(always)]
+fn min_child(heap: &[Key], first: usize) -> (usize, u128) {
+    let n = heap.len();
+    debug_assert!(first < n);
+    if first + ARITY <= n {
+        // All four children: a branch-light tournament, one bounds check
+        // for the lot.
+        let kids: &[Key; ARITY] = heap[first..first + ARITY]
+            .try_into()
+            .expect("four children");
+        let (o0, o1) = (kids[0].order(), kids[1].order());
+        let (o2, o3) = (kids[2].order(), kids[3].order());
+        let (i01, o01) = if o1 < o0 { (1, o1) } else { (0, o0) };
+        let (i23, o23) = if o3 < o2 { (3, o3) } else { (2, o2) };
+        if o23 < o01 {
+            (first + i23, o23)
+        } else {
+            (first + i01, o01)
+        }
+    } else {
+        // The last node's partial family: fewer than `ARITY` children.
+        let mut child = first;
+        let mut child_order = heap[first].order();
+        for (c, key) in heap.iter().enumerate().skip(first + 1) {
+            let o = key.order();
+            if o < child_order {
+                child = c;
+                child_order = o;
+            }
+        }
+        (child, child_order)
+    }
+}
+
 pub struct EventQueue<T> {
     /// A 4-ary min-heap of keys on `order`.
     heap: Vec<Key>,
@@ -173,33 +209,7 @@ impl<T> EventQueue<T> {
             if first >= n {
                 break;
             }
-            let (child, child_order) = if first + ARITY <= n {
-                // All four children: a branch-light tournament, one bounds
-                // check for the lot.
-                let kids: &[Key; ARITY] = self.heap[first..first + ARITY]
-                    .try_into()
-                    .expect("four children");
-                let (o0, o1) = (kids[0].order(), kids[1].order());
-                let (o2, o3) = (kids[2].order(), kids[3].order());
-                let (i01, o01) = if o1 < o0 { (1, o1) } else { (0, o0) };
-                let (i23, o23) = if o3 < o2 { (3, o3) } else { (2, o2) };
-                if o23 < o01 {
-                    (first + i23, o23)
-                } else {
-                    (first + i01, o01)
-                }
-            } else {
-                let mut child = first;
-                let mut child_order = self.heap[first].order();
-                for c in first + 1..n {
-                    let o = self.heap[c].order();
-                    if o < child_order {
-                        child = c;
-                        child_order = o;
-                    }
-                }
-                (child, child_order)
-            };
+            let (child, child_order) = min_child(&self.heap, first);
             if order <= child_order {
                 break;
             }
@@ -395,15 +405,7 @@ impl TimerQueue {
             if first >= n {
                 break;
             }
-            let mut child = first;
-            let mut child_order = self.heap[first].order();
-            for c in first + 1..(first + ARITY).min(n) {
-                let o = self.heap[c].order();
-                if o < child_order {
-                    child = c;
-                    child_order = o;
-                }
-            }
+            let (child, child_order) = min_child(&self.heap, first);
             if order <= child_order {
                 break;
             }
