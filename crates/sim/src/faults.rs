@@ -251,6 +251,17 @@ pub struct LegRates {
     pub hang_ppm: u32,
 }
 
+impl LegRates {
+    /// No fault can strike a message on this leg.
+    pub fn is_quiet(&self) -> bool {
+        self.drop_ppm == 0
+            && self.duplicate_ppm == 0
+            && self.delay_ppm == 0
+            && self.fail_ppm == 0
+            && self.hang_ppm == 0
+    }
+}
+
 /// Seeded rates for the faults drawn as the run goes (generate mode).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FaultRates {
@@ -718,6 +729,11 @@ impl FaultInjector {
                     return None;
                 }
                 let r = rates.legs[leg.index()];
+                if r.is_quiet() {
+                    // No fault this leg can suffer all run (swarm switched the
+                    // kinds off): skip the dice, as every message of the run will.
+                    return None;
+                }
                 // One draw per message and leg: the roll and the extra delay.
                 let (roll, extra) = halves(rng.random::<u64>());
                 let roll = ppm_roll(roll);

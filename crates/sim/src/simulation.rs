@@ -912,7 +912,10 @@ impl<N: Node> Simulation<N> {
             Leg::ToStore => Leg::FromStore,
             _ => Leg::FromService,
         };
-        // Every draw for this message, made now, always.
+        // Every draw for this message, made now, whatever happens to it: the
+        // latencies and the work time always, the fault dice for legs that
+        // can fault at all. What a message draws never depends on what
+        // an earlier message drew, so plans replay on the same numbers.
         let net = self.config.network;
         let slot = &mut self.slots[node.index()];
         slot.msgs += 1;
@@ -920,6 +923,8 @@ impl<N: Node> Simulation<N> {
         let (there, back) = halves(slot.net_rng.random::<u64>());
         let latency_us = in_range(there, net.latency_us_min, net.latency_us_max);
         let reply_latency_us = in_range(back, net.latency_us_min, net.latency_us_max);
+        // Drawn for store requests too, so that a call's work time depends
+        // only on how many messages the node sent before it.
         let work_raw = slot.work_rng.random::<u64>();
         let now_us = self.now_us;
         let tag = || message_tag(&output);

@@ -2,7 +2,7 @@
 //!
 //! Records are fed through `std::hash::Hash` into xxh3. Small writes are
 //! buffered so the per-record cost stays a few nanoseconds: a record is some
-//! twenty fixed-width writes, each an inlined store into the buffer, and xxh3
+//! twenty small writes, each an inlined store into the buffer, and xxh3
 //! sees whole 4 KiB blocks. (The digest does not depend on how the byte stream
 //! is cut into updates, so the buffer size is free to change.)
 
@@ -10,6 +10,8 @@ use std::hash::Hasher;
 use xxhash_rust::xxh3::Xxh3Default;
 
 const BUFFER_BYTES: usize = 4096;
+/// Marks a `usize`/`isize` too large for one byte; its eight bytes follow.
+const SMALL_MARKER: u8 = 0xff;
 
 pub struct TraceHasher {
     inner: Xxh3Default,
@@ -53,6 +55,22 @@ impl TraceHasher {
         self.len = len + N;
     }
 
+    /// A value that is nearly always below 255, in one byte when it is.
+    #[inline(always)]
+    fn put_small(&mut self, i: u64) {
+        if i < SMALL_MARKER as u64 {
+            self.put([i as u8]);
+        } else {
+            self.put_large(i);
+        }
+    }
+
+    #[cold]
+    fn put_large(&mut self, i: u64) {
+        self.put([SMALL_MARKER]);
+        self.put(i.to_le_bytes());
+    }
+
     /// The 64-bit digest, formatted by callers as 16 hex digits.
     pub fn digest(&mut self) -> u64 {
         self.flush();
@@ -85,13 +103,17 @@ impl Hasher for TraceHasher {
     fn write_u8(&mut self, i: u8) {
         self.put([i]);
     }
+    // `usize` and `isize` carry lengths and the derived enum discriminants,
+    // nearly always small: one byte below 255, else a 255 marker and all
+    // eight. The code is prefix-free, so distinct streams stay distinct, and
+    // a third of a record's bytes (its discriminants) shrink eightfold.
     #[inline(always)]
     fn write_usize(&mut self, i: usize) {
-        self.put((i as u64).to_le_bytes());
+        self.put_small(i as u64);
     }
     #[inline(always)]
     fn write_isize(&mut self, i: isize) {
-        self.put((i as i64).to_le_bytes());
+        self.put_small(i as i64 as u64);
     }
     #[inline(always)]
     fn write_u64(&mut self, i: u64) {
@@ -135,10 +157,24 @@ mod tests {
             d.write_u16(i as u16);
             d.write_u32(i);
             d.write_isize(-(i as isize));
+            d.write_usize(i as usize);
             stream.push(i as u8);
             stream.extend_from_slice(&(i as u16).to_le_bytes());
             stream.extend_from_slice(&i.to_le_bytes());
-            stream.extend_from_slice(&(-(i as i64)).to_le_bytes());
+            // Negative: the marker and all eight bytes (zero fits one byte).
+            if i == 0 {
+                stream.push(0);
+            } else {
+                stream.push(SMALL_MARKER);
+                stream.extend_from_slice(&(-(i as i64)).to_le_bytes());
+            }
+            // Small sizes take one byte, large ones the marker and eight.
+            if i < 255 {
+                stream.push(i as u8);
+            } else {
+                stream.push(SMALL_MARKER);
+                stream.extend_from_slice(&(i as u64).to_le_bytes());
+            }
         }
         e.write(&stream);
         assert_eq!(d.digest(), e.digest());
