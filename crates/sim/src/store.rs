@@ -75,6 +75,31 @@ fn document<K: Clone, V: Clone>(key: &K, e: &Entry<K, V>) -> Document<K, V> {
     }
 }
 
+/// The first `limit` documents of a scan (`limit` clamped to
+/// `1..=MAX_SCAN_LIMIT`), and whether more matched. An empty page allocates
+/// nothing, and a short one little: most polls find a handful of pending
+/// tasks or none, and a page sized for the limit (100 documents, 8 KiB) per
+/// poll was the run's costliest allocation.
+fn page<K, V>(
+    mut docs: impl Iterator<Item = Document<K, V>>,
+    limit: u32,
+) -> (Vec<Document<K, V>>, bool) {
+    let limit = limit.clamp(1, MAX_SCAN_LIMIT) as usize;
+    let Some(first) = docs.next() else {
+        return (Vec::new(), false);
+    };
+    let mut page = Vec::with_capacity(limit.min(8));
+    page.push(first);
+    // Bounded by `limit`.
+    for doc in docs {
+        if page.len() == limit {
+            return (page, true);
+        }
+        page.push(doc);
+    }
+    (page, false)
+}
+
 impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
     pub fn new() -> Self {
         VersionedStore {
@@ -255,45 +280,36 @@ impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
             }
             StoreRequest::Scan { start, end, limit } => {
                 self.stats.scans += 1;
-                let limit = (*limit).clamp(1, MAX_SCAN_LIMIT) as usize;
-                let mut docs = Vec::with_capacity(limit.min(64));
-                let mut more = false;
-                if start < end {
-                    for (k, e) in self.docs.range(start.clone()..end.clone()) {
-                        if docs.len() == limit {
-                            more = true;
-                            break;
-                        }
-                        docs.push(document(k, e));
-                    }
-                }
+                let (docs, more) = if start < end {
+                    let range = self.docs.range(start.clone()..end.clone());
+                    page(range.map(|(k, e)| document(k, e)), *limit)
+                } else {
+                    (Vec::new(), false)
+                };
                 self.stats.docs_returned_by_scans += docs.len() as u64;
                 (StoreReply::Scanned { docs, more }, None)
             }
             StoreRequest::ScanIndex { start, end, limit } => {
                 self.stats.index_scans += 1;
-                let limit = (*limit).clamp(1, MAX_SCAN_LIMIT) as usize;
-                let mut docs = Vec::with_capacity(limit.min(64));
-                let mut more = false;
-                if start < end {
-                    for (_, e) in self.index.range(start.clone()..end.clone()) {
-                        if docs.len() == limit {
-                            more = true;
-                            break;
-                        }
+                let (docs, more) = if start < end {
+                    let range = self.index.range(start.clone()..end.clone());
+                    let docs = range.map(|(_, e)| {
                         debug_assert!(
                             self.docs
                                 .get(&e.key)
                                 .is_some_and(|d| d.version == e.version),
                             "index copy out of step"
                         );
-                        docs.push(Document {
+                        Document {
                             key: e.key.clone(),
                             version: e.version,
                             value: e.value.clone(),
-                        });
-                    }
-                }
+                        }
+                    });
+                    page(docs, *limit)
+                } else {
+                    (Vec::new(), false)
+                };
                 self.stats.docs_returned_by_scans += docs.len() as u64;
                 (StoreReply::Scanned { docs, more }, None)
             }
