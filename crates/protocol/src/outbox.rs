@@ -72,18 +72,27 @@ impl<P> Outbox<P> {
 
     /// The purpose of a reply's request; `None` for a reply we gave up on.
     pub fn take(&mut self, request: RequestId) -> Option<P> {
-        // Replies mostly come back in the order their requests left.
-        if self
+        // Replies mostly come back in the order their requests left, so the
+        // request is at or near the front: a short walk finds it, and only
+        // a long list (a reclaimer's requeues) is searched by halves.
+        const WALK: usize = 8;
+        let i = match self
             .pending
-            .front()
-            .is_some_and(|(id, _, _)| *id == request)
+            .iter()
+            .take(WALK)
+            .position(|(id, _, _)| *id >= request)
         {
+            Some(i) if self.pending[i].0 == request => i,
+            Some(_) => return None,
+            None if self.pending.len() <= WALK => return None,
+            None => self
+                .pending
+                .binary_search_by_key(&request, |(id, _, _)| *id)
+                .ok()?,
+        };
+        if i == 0 {
             return self.pending.pop_front().map(|(_, purpose, _)| purpose);
         }
-        let i = self
-            .pending
-            .binary_search_by_key(&request, |(id, _, _)| *id)
-            .ok()?;
         self.pending.remove(i).map(|(_, purpose, _)| purpose)
     }
 

@@ -424,7 +424,7 @@ impl Worker {
                 _ => {}
             }
         }
-        if !self.polling && self.free_slots() > 0 && now >= self.next_poll_at {
+        if !self.polling && now >= self.next_poll_at && self.free_slots() > 0 {
             self.poll(now);
         }
     }

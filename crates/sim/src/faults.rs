@@ -728,7 +728,7 @@ impl FaultInjector {
                 if !in_phase {
                     return None;
                 }
-                let r = rates.legs[leg.index()];
+                let r = &rates.legs[leg.index()];
                 if r.is_quiet() {
                     // No fault this leg can suffer all run (swarm switched the
                     // kinds off): skip the dice, as every message of the run will.

@@ -366,8 +366,11 @@ impl TimerQueue {
         if i < self.heap.len() {
             self.heap[i] = last;
             self.pos[last.slot()] = i as u32;
-            // The moved entry may belong above or below `i`.
-            self.sift_up(i);
+            // The moved entry may belong above or below `i` (at the root,
+            // only below).
+            if i > 0 {
+                self.sift_up(i);
+            }
             let j = self.pos[last.slot()] as usize;
             self.sift_down(j);
         }
