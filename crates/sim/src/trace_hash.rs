@@ -98,7 +98,8 @@ impl Hasher for TraceHasher {
         self.len += bytes.len();
     }
 
-    // Fixed-width little-endian so the hash is the same on every platform.
+    // Little-endian, and `usize` as if 64 bits wide, so the hash is the same
+    // on every platform.
     #[inline(always)]
     fn write_u8(&mut self, i: u8) {
         self.put([i]);
