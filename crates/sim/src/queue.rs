@@ -95,6 +95,33 @@ fn min_child(heap: &[Key], first: usize) -> (usize, u128) {
     }
 }
 
+/// Sink `entry` from the hole at `i` to its place: the smallest child moves
+/// up into the hole (`moved(key, to)` hears of each move) until `entry`
+/// orders before all children, and `entry` is written once, where it lands.
+/// Returns that index. Both heaps' sift-down.
+#[inline(always)]
+fn sink(heap: &mut [Key], mut i: usize, entry: Key, mut moved: impl FnMut(Key, usize)) -> usize {
+    let n = heap.len();
+    let order = entry.order();
+    // Bounded by the depth, log4(len).
+    loop {
+        let first = ARITY * i + 1;
+        if first >= n {
+            break;
+        }
+        let (child, child_order) = min_child(heap, first);
+        if order <= child_order {
+            break;
+        }
+        let key = heap[child];
+        heap[i] = key;
+        moved(key, i);
+        i = child;
+    }
+    heap[i] = entry;
+    i
+}
+
 pub struct EventQueue<T> {
     /// A 4-ary min-heap of keys on `order`.
     heap: Vec<Key>,
@@ -196,27 +223,11 @@ impl<T> EventQueue<T> {
     #[inline]
     fn pop_min(&mut self) -> Option<Key> {
         let last = self.heap.pop()?;
-        let n = self.heap.len();
-        if n == 0 {
+        if self.heap.is_empty() {
             return Some(last);
         }
         let min = self.heap[0];
-        let order = last.order();
-        let mut i = 0;
-        // Bounded by the depth, log4(len).
-        loop {
-            let first = ARITY * i + 1;
-            if first >= n {
-                break;
-            }
-            let (child, child_order) = min_child(&self.heap, first);
-            if order <= child_order {
-                break;
-            }
-            self.heap[i] = self.heap[child];
-            i = child;
-        }
-        self.heap[i] = last;
+        sink(&mut self.heap, 0, last, |_, _| {});
         Some(min)
     }
 
@@ -398,27 +409,13 @@ impl TimerQueue {
 
     /// Move the entry at `i` down to its place: the smallest child moves up
     /// into the hole, the entry is written once.
-    fn sift_down(&mut self, mut i: usize) {
-        let n = self.heap.len();
+    fn sift_down(&mut self, i: usize) {
         let entry = self.heap[i];
-        let order = entry.order();
-        // Bounded by the depth, log4(len).
-        loop {
-            let first = ARITY * i + 1;
-            if first >= n {
-                break;
-            }
-            let (child, child_order) = min_child(&self.heap, first);
-            if order <= child_order {
-                break;
-            }
-            let moved = self.heap[child];
-            self.heap[i] = moved;
-            self.pos[moved.slot()] = i as u32;
-            i = child;
-        }
-        self.heap[i] = entry;
-        self.pos[entry.slot()] = i as u32;
+        let pos = &mut self.pos;
+        let j = sink(&mut self.heap, i, entry, |key, to| {
+            pos[key.slot()] = to as u32
+        });
+        self.pos[entry.slot()] = j as u32;
     }
 }
 
