@@ -4,7 +4,8 @@
 //! buffered so the per-record cost stays a few nanoseconds: a record is some
 //! twenty small writes, each an inlined store into the buffer, and xxh3
 //! sees whole 4 KiB blocks. (The digest does not depend on how the byte stream
-//! is cut into updates, so the buffer size is free to change.)
+//! is cut into updates, so the buffer size is free to change.) Lengths and
+//! enum discriminants, the `usize`/`isize` writes, take one byte when small.
 
 use std::hash::Hasher;
 use xxhash_rust::xxh3::Xxh3Default;
