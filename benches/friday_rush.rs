@@ -88,9 +88,7 @@ fn friday_rush(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    // No plots: criterion draws them with system fonts, and a machine
-    // without any (CI images, this one) would fail the bench after timing it.
-    config = Criterion::default().without_plots();
+    config = common::criterion_config();
     targets = friday_rush
 }
 criterion_main!(benches);

@@ -139,9 +139,7 @@ fn hour_at_scale() -> Row {
 
 criterion_group! {
     name = benches;
-    // No plots: criterion draws them with system fonts, and a machine
-    // without any (CI images, this one) would fail the bench after timing it.
-    config = Criterion::default().without_plots();
+    config = common::criterion_config();
     targets = scale
 }
 criterion_main!(benches);

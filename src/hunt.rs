@@ -67,7 +67,7 @@ pub fn hunt(
             work.push(Job::Planted(*v));
         }
     }
-    let done = crate::charts::parallel::map_on(jobs, &work, |job| match job {
+    let done = crate::parallel::map_on(jobs, &work, |job| match job {
         Job::Planted(v) => hunt_planted(scenarios, *v, budget),
         Job::Correct(k) => survive(&scenarios[*k], budget),
     });

@@ -17,6 +17,7 @@ pub mod lease_job;
 pub mod lease_node;
 pub mod measure;
 pub mod panic_capture;
+pub mod parallel;
 pub mod results_file;
 pub mod run;
 pub mod scaled_scenario;

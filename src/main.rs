@@ -188,8 +188,7 @@ fn main() -> ExitCode {
             scenarios: &scenarios,
             dir: &dir,
             budget,
-            jobs: jobs
-                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+            jobs: jobs.unwrap_or_else(leasehold::sweep_engine::default_jobs),
             json,
             markdown: markdown.as_deref(),
         }),

@@ -284,12 +284,13 @@ fn simulate_inner(
 
     let nodes = roles.len();
     let fleet = scn.fleet();
-    let drawn = s.faults.draw(&fleet, seed);
+    let mut drawn = s.faults.draw(&fleet, seed);
     let faults = match plan {
         Some(source) => source,
+        // Moved out: below, only `drawn`'s per-node parts are read.
         None => FaultSource::Generate {
-            rates: Box::new(drawn.rates.clone()),
-            scheduled: drawn.scheduled.clone(),
+            rates: Box::new(std::mem::take(&mut drawn.rates)),
+            scheduled: std::mem::take(&mut drawn.scheduled),
         },
     };
     let sim_config = SimConfig {

@@ -78,10 +78,9 @@ impl FailureFile {
 
     /// The embedded scenario, validated (its source is its own JSON text).
     pub fn valid_scenario(&self) -> Result<ValidScenario, String> {
-        let text = serde_json::to_string_pretty(&self.scenario).expect("scenarios serialise");
         self.scenario
             .clone()
-            .validate(text)
+            .into_valid()
             .map_err(|e| format!("the embedded scenario is invalid: {e}"))
     }
 
@@ -419,7 +418,7 @@ impl Shrinker {
     }
 
     /// Delta debugging over which of `len` things (tasks, workers,
-    /// reclaimers) to keep; `make` builds the candidate keeping positions.
+    /// reclaimers, plan faults) to keep; `make` builds the candidate keeping positions.
     fn ddmin_positions(
         &mut self,
         len_of: fn(&Self) -> usize,
@@ -589,8 +588,7 @@ fn validate(mut s: Scenario) -> Option<ValidScenario> {
             }
         }
     }
-    let text = serde_json::to_string_pretty(&s).ok()?;
-    s.validate(text).ok()
+    s.into_valid().ok()
 }
 
 fn last_fault_time_ms(s: &Scenario, seed: u64, variant: Variant, plan: &FaultPlan) -> u64 {
@@ -626,18 +624,14 @@ fn last_fault_time_ms(s: &Scenario, seed: u64, variant: Variant, plan: &FaultPla
     last.0
 }
 
-#[derive(Debug)]
-pub struct ShrinkReport {
-    pub failure: FailureFile,
-}
-
-/// Shrink the failing run (scenario, seed, variant). `Err` if it does not fail.
+/// Shrink the failing run (scenario, seed, variant) to a failure file. `Err`
+/// if it does not fail.
 pub fn shrink(
     scn: &ValidScenario,
     seed: u64,
     variant: Variant,
     limits: ShrinkLimits,
-) -> Result<ShrinkReport, String> {
+) -> Result<FailureFile, String> {
     let started = Instant::now();
     let outcome = simulate(scn, seed, variant, None);
     let Some(first) = outcome.violations.first().cloned() else {
@@ -721,5 +715,5 @@ pub fn shrink(
         shrink_ms: started.elapsed().as_millis() as u64,
         candidates_run: sh.candidates,
     };
-    Ok(ShrinkReport { failure })
+    Ok(failure)
 }

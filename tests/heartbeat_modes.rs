@@ -20,8 +20,7 @@ fn friday_rush_in(mode: HeartbeatMode) -> ValidScenario {
 fn in_mode(scn: ValidScenario, mode: HeartbeatMode) -> ValidScenario {
     let mut scenario = scn.scenario;
     scenario.protocol.heartbeat_mode = mode;
-    let source = serde_json::to_string_pretty(&scenario).unwrap();
-    scenario.validate(source).expect("still valid")
+    scenario.into_valid().expect("still valid")
 }
 
 #[test]

@@ -49,15 +49,13 @@ fn every_committed_shrunk_failure_replays_to_its_invariant() {
 #[test]
 fn shrinking_keeps_the_invariant_and_makes_the_run_smaller() {
     let scn = common::scenario("gc-pause-zombie");
-    let report =
-        leasehold::shrink::shrink(&scn, 1, Variant::NoSelfFencing, Default::default()).unwrap();
-    let f = &report.failure;
+    let f = leasehold::shrink::shrink(&scn, 1, Variant::NoSelfFencing, Default::default()).unwrap();
     assert_eq!(f.invariant, "no-double-ownership");
     assert!(f.shrunk.faults < f.original.faults);
     assert!(f.shrunk.tasks < f.original.tasks);
     assert!(f.shrunk.events < f.original.events);
     // The file round-trips and replays.
-    let text = serde_json::to_string(f).unwrap();
+    let text = serde_json::to_string(&f).unwrap();
     let back = FailureFile::parse(&text).unwrap();
     assert!(back.reproduced_by(&back.rerun().unwrap()));
     // A passing seed has nothing to shrink.

@@ -66,6 +66,7 @@ fn untimed(mut value: Value) -> Value {
         // Counted over the seeds this invocation ran (not resumed ones).
         "sim_time_s",
         "time_compression",
+        // The whole process's peak: differs from machine to machine.
         "peak_rss_bytes",
     ] {
         object.remove(key);

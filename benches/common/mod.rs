@@ -99,3 +99,10 @@ pub fn machine() -> String {
         leasehold::measure::fmt_bytes(mem_kib * 1024)
     )
 }
+
+/// Criterion as both benches run it. No plots: criterion draws them with
+/// system fonts, and a machine without any (CI images, this one) would fail
+/// the bench after timing it.
+pub fn criterion_config() -> criterion::Criterion {
+    criterion::Criterion::default().without_plots()
+}

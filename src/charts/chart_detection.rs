@@ -172,7 +172,7 @@ pub fn sweep() -> DetectionChart {
         .flat_map(|p| (1..=SEEDS).map(move |seed| (*p, seed)))
         .collect();
     // In the order of `runs`: interval by interval, `SEEDS` runs each.
-    let measured = super::parallel::map(&runs, |(p, seed)| measure_run(*p, *seed));
+    let measured = crate::parallel::map(&runs, |(p, seed)| measure_run(*p, *seed));
     let points = HEARTBEAT_INTERVALS_MS
         .iter()
         .zip(measured.chunks(SEEDS as usize))
@@ -287,7 +287,9 @@ impl super::render::ChartImage for DetectionChart {
             .map_err(err)?;
         chart
             .configure_secondary_axes()
-            .y_desc("heartbeat writes per minute, 20 workers (log scale)")
+            .y_desc(format!(
+                "heartbeat writes per minute, {CRASHING_FLEET_WORKERS} workers (log scale)"
+            ))
             .y_label_formatter(&|v| si_label(*v))
             .axis_desc_style(label_font())
             .label_style(tick_font())
@@ -383,7 +385,7 @@ impl super::render::ChartImage for DetectionChart {
         let samples: usize = self.points.iter().map(|p| p.samples).sum();
         root.draw(&Text::new(
             format!(
-                "From each crash record to the store write that claims each orphaned task again: 20 workers x 4 slots, 40 long tasks, 1 reclaimer, {SEEDS} seeds per setting, {samples} tasks."
+                "From each crash record to the store write that claims each orphaned task again: {CRASHING_FLEET_WORKERS} workers x 4 slots, 40 long tasks, 1 reclaimer, {SEEDS} seeds per setting, {samples} tasks."
             ),
             (20, HEIGHT_PX as i32 - 24),
             note_font(),

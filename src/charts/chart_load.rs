@@ -190,7 +190,7 @@ pub struct LoadChart {
 
 pub fn sweep() -> LoadChart {
     let specs = sweep_points();
-    let points = super::parallel::map(&specs, |(mode, workers, tpw)| {
+    let points = crate::parallel::map(&specs, |(mode, workers, tpw)| {
         measure_busy(*workers, *tpw, *mode, SEED)
     });
     let friday_rush = [HeartbeatMode::Worker, HeartbeatMode::Task]

@@ -160,7 +160,7 @@ pub struct StoreLoadChart {
 pub fn sweep() -> StoreLoadChart {
     let mut sizes = FLEET_SIZES.to_vec();
     sizes.reverse(); // costly first
-    let mut points = super::parallel::map(&sizes, |w| measure(*w, SEED));
+    let mut points = crate::parallel::map(&sizes, |w| measure(*w, SEED));
     points.sort_by_key(|p| p.workers);
     StoreLoadChart { points }
 }

@@ -138,12 +138,7 @@ impl Observer<DocKey, DocValue, LeaseEvent> for LoadWindow<'_> {
                 self.scanned_docs += docs.len() as u64;
             }
         }
-        if let (
-            StoreRequest::CreateIfAbsent { value, .. }
-            | StoreRequest::PutIfVersion { value, .. }
-            | StoreRequest::PutUnconditional { value, .. },
-            StoreReply::Written { .. },
-        ) = (op, reply)
+        if let (Some(value), StoreReply::Written { .. }) = (op.value(), reply)
             && let Some(new) = value.as_task()
         {
             let was_running = before

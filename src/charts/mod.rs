@@ -10,7 +10,6 @@ pub mod chart_load;
 pub mod chart_store_load;
 pub mod detection_meter;
 pub mod load_window;
-pub mod parallel;
 pub mod render;
 pub mod sweep_scenarios;
 pub mod table;

@@ -90,14 +90,16 @@ pub fn write_images<C: ChartImage>(
     Ok(written)
 }
 
-/// Draw `chart` on `root` and write it out; a failure to write names `path`.
-/// The backend is dropped (and its file closed) before this returns.
+/// Draw `chart` on `root` and write it out; a failure of either names
+/// `path`. The backend is dropped (and its file closed) before this returns.
 pub fn draw_and_present<C: ChartImage, DB: DrawingBackend>(
     chart: &C,
     root: DrawingArea<DB, Shift>,
     path: &Path,
 ) -> Result<(), String> {
-    chart.draw(&root)?;
+    chart
+        .draw(&root)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     root.present()
         .map_err(|e| format!("{}: {}", path.display(), err(e)))
 }

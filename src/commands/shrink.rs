@@ -21,7 +21,7 @@ pub fn run(scenario_path: &Path, seed: u64, variant: &str, out: Option<&Path>, j
         Ok(inputs) => inputs,
         Err(code) => return code,
     };
-    let report = match shrink(&scn, seed, variant, ShrinkLimits::default()) {
+    let f = match shrink(&scn, seed, variant, ShrinkLimits::default()) {
         Ok(r) => r,
         Err(e) => {
             // Not bad input: the run simply passes, so there is nothing to do.
@@ -29,12 +29,11 @@ pub fn run(scenario_path: &Path, seed: u64, variant: &str, out: Option<&Path>, j
             return EXIT_OK;
         }
     };
-    let f = &report.failure;
     let out_path = out.map_or_else(
         || PathBuf::from(failure_file_name(&scn, seed, variant)),
         Path::to_path_buf,
     );
-    if let Err(e) = write_failure_file(&out_path, f) {
+    if let Err(e) = write_failure_file(&out_path, &f) {
         return bad_input(format!("--out {}: {e}", out_path.display()));
     }
     if json {
@@ -52,14 +51,14 @@ pub fn run(scenario_path: &Path, seed: u64, variant: &str, out: Option<&Path>, j
             })
         );
     } else {
-        print_sizes(f);
+        print_sizes(&f);
         println!(
             "wrote {} (replay it: leasehold replay {})",
             out_path.display(),
             out_path.display()
         );
         println!();
-        print_story(f);
+        print_story(&f);
     }
     EXIT_VIOLATION
 }

@@ -413,10 +413,9 @@ fn shrink_failures<'a>(
 ) {
     for &seed in seeds {
         match leasehold::shrink::shrink(scn, seed, variant, ShrinkLimits::default()) {
-            Ok(report) => {
-                let f = &report.failure;
+            Ok(f) => {
                 let path = shrink_dir.join(failure_file_name(scn, seed, variant));
-                match write_failure_file(&path, f) {
+                match write_failure_file(&path, &f) {
                     Ok(()) => eprintln!(
                         "shrunk seed {seed} ({}): faults {} -> {}, workers {} -> {}, tasks {} -> {}, events {} -> {} in {:.1} s; wrote {}",
                         f.invariant,

@@ -30,31 +30,7 @@ pub fn run_seeds(
     variant: Variant,
 ) -> Vec<RunOutcome> {
     let seeds: Vec<u64> = seeds.collect();
-    let jobs = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(seeds.len().max(1));
-    let chunks: Vec<Vec<u64>> = (0..jobs)
-        .map(|j| seeds.iter().copied().skip(j).step_by(jobs).collect())
-        .collect();
-    let mut out: Vec<RunOutcome> = std::thread::scope(|s| {
-        let handles: Vec<_> = chunks
-            .iter()
-            .map(|chunk| {
-                s.spawn(move || {
-                    chunk
-                        .iter()
-                        .map(|&seed| simulate(scn, seed, variant, None))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("no panics escape simulate"))
-            .collect()
-    });
-    out.sort_by_key(|o| o.seed);
-    out
+    leasehold::parallel::map(&seeds, |&seed| simulate(scn, seed, variant, None))
 }
 
 /// The first seed in `seeds` on which `invariant` fires, if any.
