@@ -730,8 +730,9 @@ impl FaultInjector {
                 }
                 let r = &rates.legs[leg.index()];
                 if r.is_quiet() {
-                    // No fault this leg can suffer all run (swarm switched the
-                    // kinds off): skip the dice, as every message of the run will.
+                    // No fault this leg can suffer all run (the scenario or the
+                    // swarm draw left every kind off): skip the dice, as every
+                    // message of the run will.
                     return None;
                 }
                 // One draw per message and leg: the roll and the extra delay.
