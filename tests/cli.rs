@@ -347,6 +347,30 @@ fn lists_variants_and_scenarios() {
 }
 
 #[test]
+fn sweep_shrink_into_a_missing_directory_is_bad_input_before_anything_runs() {
+    let missing = std::env::temp_dir().join(format!(
+        "leasehold-no-such-dir-{}/failures",
+        std::process::id()
+    ));
+    let o = leasehold(&[
+        "sweep",
+        "scenarios/gc-pause-zombie.json",
+        "--seeds",
+        "1..2",
+        "--variant",
+        "no-self-fencing",
+        "--shrink",
+        "--shrink-dir",
+        missing.to_str().unwrap(),
+        "--progress",
+        "off",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--shrink-dir"), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty(), "nothing swept: {}", stdout(&o));
+}
+
+#[test]
 fn sweep_shrink_writes_a_failure_file_per_failing_seed_that_replays() {
     let dir = std::env::temp_dir().join(format!("leasehold-sweep-shrink-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -99,6 +99,14 @@ fn plan(args: &SweepArgs) -> Result<SweepPlan, u8> {
     let stop_after = optional("--stop-after", &args.stop_after, parse_positive)?;
     let progress_every = parse_duration(&args.progress_every)
         .map_err(|e| bad_input(format!("--progress-every: {e}")))?;
+    // Checked before the sweep, not after it: a typo here must not cost the
+    // sweep's minutes and then lose the failure files it was run for.
+    if args.shrink && !args.shrink_dir.is_dir() {
+        return Err(bad_input(format!(
+            "--shrink-dir {}: not an existing directory (create it first)",
+            args.shrink_dir.display()
+        )));
+    }
     Ok(SweepPlan {
         range,
         shard,
