@@ -31,7 +31,7 @@ enum Command {
         /// Scenario file (JSON), e.g. scenarios/friday-rush.json
         scenario: PathBuf,
         /// The seed; the run is a pure function of scenario, seed and variant.
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
         seed: u64,
         /// Protocol variant (see `leasehold variants`).
         #[arg(long, default_value = "correct")]
@@ -79,7 +79,7 @@ enum Command {
     /// failure file that `replay` and `explain` accept.
     Shrink {
         scenario: PathBuf,
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         seed: u64,
         #[arg(long, default_value = "correct")]
         variant: String,
@@ -122,10 +122,10 @@ enum Command {
         #[arg(long, default_value = "scenarios")]
         dir: PathBuf,
         /// Seeds per scenario.
-        #[arg(long, default_value_t = 200)]
+        #[arg(long, default_value_t = 200, allow_negative_numbers = true)]
         budget: u64,
         /// Threads (each run stays single-threaded); default: every core.
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         jobs: Option<usize>,
         #[arg(long)]
         json: bool,
@@ -145,7 +145,12 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    let code = match cli.command {
+    let code = leasehold::panic_capture::exit_code_of(|| dispatch(cli.command));
+    ExitCode::from(code)
+}
+
+fn dispatch(command: Command) -> u8 {
+    match command {
         Command::Run {
             scenario,
             seed,
@@ -193,6 +198,5 @@ fn main() -> ExitCode {
             markdown: markdown.as_deref(),
         }),
         Command::Chart { kind, out, format } => commands::chart::chart(&kind, &out, &format),
-    };
-    ExitCode::from(code)
+    }
 }

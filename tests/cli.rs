@@ -402,3 +402,97 @@ fn sweep_shrink_writes_a_failure_file_per_failing_seed_that_replays() {
         );
     }
 }
+
+/// Output paths are proved writable before the work that fills them.
+#[test]
+fn output_paths_in_missing_directories_are_bad_input_before_any_work() {
+    let missing = std::env::temp_dir().join(format!("leasehold-missing-{}", std::process::id()));
+    let svg = missing.join("timeline.svg");
+    let o = leasehold(&[
+        "export",
+        "scenarios/regressions/reused-identity.failure.json",
+        "--format",
+        "svg",
+        "--out",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with("error: --out ") && stderr(&o).contains("does not exist"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+
+    let md = missing.join("kills.md");
+    let o = leasehold(&["hunt", "--budget", "1", "--markdown", md.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with("error: --markdown "),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).is_empty(), "no hunt ran: {}", stdout(&o));
+}
+
+#[test]
+fn flags_that_do_nothing_alone_or_take_negative_numbers_are_named() {
+    // --shrink-dir without --shrink would be ignored: refuse it.
+    let o = leasehold(&[
+        "sweep",
+        "scenarios/gc-pause-zombie.json",
+        "--seeds",
+        "1..2",
+        "--shrink-dir",
+        ".",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--shrink"), "{}", stderr(&o));
+
+    for args in [
+        &["run", "scenarios/gc-pause-zombie.json", "--seed", "-1"][..],
+        &["hunt", "--budget", "-1"],
+        &["hunt", "--jobs", "-1"],
+        &[
+            "sweep",
+            "scenarios/gc-pause-zombie.json",
+            "--seeds",
+            "1..2",
+            "--jobs",
+            "-1",
+        ],
+    ] {
+        let o = leasehold(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let flag = args[args.len() - 2];
+        assert!(stderr(&o).contains(flag), "{args:?}: {}", stderr(&o));
+    }
+
+    let o = leasehold(&["hunt", "--variants", "correct,nope"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with("error: --variants: unknown variant \"nope\""),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn an_unwritable_stdout_is_one_clear_line_not_a_silent_panic() {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full exists on Linux");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .arg("variants")
+        .current_dir(root())
+        .stdout(full)
+        .output()
+        .expect("the binary runs");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o).trim(),
+        "error: cannot write to standard output: No space left on device (os error 28)"
+    );
+}

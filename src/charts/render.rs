@@ -61,9 +61,10 @@ pub trait SweptChart: ChartImage {
     fn violations(&self) -> Vec<String>;
 }
 
-/// Plotters errors carry the backend's error type; the CLI wants a line.
-pub fn err<E: std::fmt::Debug>(e: E) -> String {
-    format!("{e:?}")
+/// Plotters errors carry the backend's error type; the CLI wants a line
+/// (their `Display`, which ends in the I/O error's own words).
+pub fn err<E: std::fmt::Display>(e: E) -> String {
+    e.to_string()
 }
 
 /// Write `stem.png` and/or `stem.svg` into `dir`; returns the paths written.

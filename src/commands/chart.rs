@@ -86,11 +86,5 @@ fn emit<C: SweptChart>(
 /// Create `dir` if needed and prove we can write in it, before any sweep.
 fn writable_dir(dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create the directory: {e}"))?;
-    if !dir.is_dir() {
-        return Err("is not a directory".into());
-    }
-    let probe = dir.join(".leasehold-write-probe");
-    std::fs::write(&probe, b"").map_err(|e| format!("cannot write in the directory: {e}"))?;
-    std::fs::remove_file(&probe).map_err(|e| format!("cannot write in the directory: {e}"))?;
-    Ok(())
+    super::writable_dir(dir)
 }

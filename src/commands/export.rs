@@ -10,6 +10,10 @@ pub fn run(file: &Path, format: &str, out: &Path) -> u8 {
             "--format: \"{format}\" is not one of perfetto, svg"
         ));
     }
+    // Checked before the run is re-simulated and drawn.
+    if let Err(e) = super::writable_file(out) {
+        return bad_input(format!("--out {}: {e}", out.display()));
+    }
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
         Err(e) => return bad_input(format!("{}: {e}", file.display())),

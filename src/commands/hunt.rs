@@ -28,7 +28,7 @@ pub fn run(args: HuntArgs<'_>) -> u8 {
     } else {
         let mut list = Vec::new();
         for name in args.variants.split(',') {
-            match parse_variant(name.trim()) {
+            match parse_variant("--variants", name.trim()) {
                 Ok(v) => list.push(v),
                 Err(code) => return code,
             }
@@ -70,6 +70,12 @@ pub fn run(args: HuntArgs<'_>) -> u8 {
     };
     if scenarios.is_empty() {
         return bad_input("--scenarios: no scenario left to hunt with");
+    }
+    // Checked before the hunt, which may take minutes, not after it.
+    if let Some(path) = args.markdown
+        && let Err(e) = super::writable_file(path)
+    {
+        return bad_input(format!("--markdown {}: {e}", path.display()));
     }
     let started = Instant::now();
     let results = hunt(&scenarios, &variants, args.budget, args.jobs);

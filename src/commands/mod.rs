@@ -31,15 +31,56 @@ pub fn load_scenario(path: &Path) -> Result<ValidScenario, u8> {
 
 /// The scenario file and the variant a command runs, checked in that order.
 pub fn load_run_inputs(path: &Path, variant: &str) -> Result<(ValidScenario, Variant), u8> {
-    Ok((load_scenario(path)?, parse_variant(variant)?))
+    Ok((load_scenario(path)?, parse_variant("--variant", variant)?))
 }
 
-pub fn parse_variant(name: &str) -> Result<Variant, u8> {
+/// A variant name given to `flag`; an unknown one names the flag and lists
+/// the known names.
+pub fn parse_variant(flag: &str, name: &str) -> Result<Variant, u8> {
     Variant::from_name(name).ok_or_else(|| {
         let known: Vec<&str> = Variant::all().map(|v| v.name()).collect();
         bad_input(format!(
-            "--variant: unknown variant \"{name}\"; known: {}",
+            "{flag}: unknown variant \"{name}\"; known: {}",
             known.join(", ")
         ))
     })
+}
+
+/// Prove `dir` is an existing directory we can write in, before any work
+/// whose results would go there is done.
+pub fn writable_dir(dir: &Path) -> Result<(), String> {
+    if !dir.is_dir() {
+        return Err("not an existing directory (create it first)".into());
+    }
+    let probe = dir.join(format!(".leasehold-write-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(|e| format!("cannot write in the directory: {e}"))?;
+    std::fs::remove_file(&probe).map_err(|e| format!("cannot write in the directory: {e}"))?;
+    Ok(())
+}
+
+/// Prove the file `path` can be written (created, or an existing one
+/// replaced) before the work that produces it; leaves no file behind that
+/// was not there before.
+pub fn writable_file(path: &Path) -> Result<(), String> {
+    if path.is_dir() {
+        return Err("is a directory".into());
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(format!("the directory {} does not exist", parent.display()));
+    }
+    if path.exists() {
+        // Opened without truncating: the old content stays until the write.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    } else {
+        std::fs::File::create(path).map_err(|e| e.to_string())?;
+        std::fs::remove_file(path).map_err(|e| e.to_string())
+    }
 }

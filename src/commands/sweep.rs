@@ -37,7 +37,7 @@ pub struct SweepArgs {
     #[arg(long)]
     pub check_determinism: bool,
     /// Threads running seeds (each seed runs on one thread) [default: the number of cores]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub jobs: Option<String>,
     /// Sweep only part K of N of the range (seeds dealt round-robin, K from 1);
     /// auto/N takes K from JOB_COMPLETION_INDEX (0-based) as Kubernetes sets it.
@@ -53,7 +53,7 @@ pub struct SweepArgs {
     #[arg(long, value_name = "DURATION")]
     pub time_budget: Option<String>,
     /// Stop after N failing seeds (the first N in seed order).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub stop_after: Option<String>,
     /// Write a JUnit XML report to FILE (one test case: this scenario and variant).
     #[arg(long, value_name = "FILE")]
@@ -68,8 +68,8 @@ pub struct SweepArgs {
     /// (NAME-seedN-VARIANT.failure.json) into --shrink-dir.
     #[arg(long)]
     pub shrink: bool,
-    /// Where --shrink writes failure files.
-    #[arg(long, default_value = ".", value_name = "DIR")]
+    /// Where --shrink writes failure files (an existing directory).
+    #[arg(long, default_value = ".", value_name = "DIR", requires = "shrink")]
     pub shrink_dir: PathBuf,
 }
 
@@ -101,9 +101,11 @@ fn plan(args: &SweepArgs) -> Result<SweepPlan, u8> {
         .map_err(|e| bad_input(format!("--progress-every: {e}")))?;
     // Checked before the sweep, not after it: a typo here must not cost the
     // sweep's minutes and then lose the failure files it was run for.
-    if args.shrink && !args.shrink_dir.is_dir() {
+    if args.shrink
+        && let Err(e) = super::writable_dir(&args.shrink_dir)
+    {
         return Err(bad_input(format!(
-            "--shrink-dir {}: not an existing directory (create it first)",
+            "--shrink-dir {}: {e}",
             args.shrink_dir.display()
         )));
     }
