@@ -2,7 +2,7 @@
 //! at what rates, and the per-seed draw of a concrete mix from those ranges
 //! (swarm testing, after FoundationDB's BUGGIFY and TigerBeetle's VOPR).
 
-use crate::scenario::ScenarioError;
+use crate::scenario::{ScenarioError, check_duration};
 use leasehold_sim::{
     Concern, Direction, Fault, FaultRates, Link, LocalClock, NodeId, OutageMode, RngStreams,
     faults::PPM,
@@ -223,13 +223,21 @@ impl Fleet {
         }
     }
 
+    /// The node named `name`, in its one canonical spelling (`worker-3`,
+    /// `reclaimer-0`: no sign, no leading zeros, no spaces).
     pub fn node_named(&self, name: &str) -> Option<NodeId> {
-        if let Some(n) = name.strip_prefix("worker-") {
+        // `u32::from_str` also takes `+3` and `03`: accept only the spelling
+        // `format!("worker-{id}")` gives back.
+        let id_of = |n: &str| {
             let id: u32 = n.parse().ok()?;
+            (id.to_string() == n).then_some(id)
+        };
+        if let Some(n) = name.strip_prefix("worker-") {
+            let id = id_of(n)?;
             let i = self.worker_ids.iter().position(|w| *w == id)?;
             Some(NodeId(i as u32))
         } else if let Some(n) = name.strip_prefix("reclaimer-") {
-            let id: u32 = n.parse().ok()?;
+            let id = id_of(n)?;
             let i = self.reclaimer_ids.iter().position(|r| *r == id)?;
             Some(NodeId(self.workers + i as u32))
         } else {
@@ -318,6 +326,35 @@ fn check_range<T: PartialOrd + std::fmt::Display + Copy>(
     Ok(())
 }
 
+/// A range of milliseconds: ordered, and its upper end (so both ends) at
+/// most [`crate::scenario::MAX_DURATION_MS`], named `field[1]` when it is over.
+fn check_ms_range(field: &str, r: Range<u64>) -> Result<(), ScenarioError> {
+    check_range(field, r)?;
+    check_duration(&format!("{field}[1]"), r[1])
+}
+
+/// At most one fault strikes a message: the upper ends of the chances that
+/// share one roll (see `FaultInjector`'s bands) add up to at most 1. Upper
+/// ends, because each seed draws every rate inside its range.
+fn check_one_fault(
+    field: &str,
+    terms: &[(&str, Range<f64>)],
+    what: &str,
+) -> Result<(), ScenarioError> {
+    let sum: f64 = terms.iter().map(|(_, r)| r[1]).sum();
+    if sum > 1.0 {
+        let names: Vec<&str> = terms.iter().map(|(name, _)| *name).collect();
+        return err(
+            field.into(),
+            format!(
+                "{} can exceed 1: at most one fault strikes {what}",
+                names.join(" + ")
+            ),
+        );
+    }
+    Ok(())
+}
+
 /// The widest range of milliseconds a per-step or per-message draw can
 /// cover: it is drawn in microseconds from 32 random bits.
 pub const MAX_DRAWN_SPAN_MS: u64 = (1 << 32) / 1_000 - 1;
@@ -325,7 +362,7 @@ pub const MAX_DRAWN_SPAN_MS: u64 = (1 << 32) / 1_000 - 1;
 /// A range drawn per step or per message: ordered, and at most
 /// [`MAX_DRAWN_SPAN_MS`] wide.
 fn check_drawn_range(field: &str, r: Range<u64>) -> Result<(), ScenarioError> {
-    check_range(field, r)?;
+    check_ms_range(field, r)?;
     if r[1] - r[0] > MAX_DRAWN_SPAN_MS {
         return err(
             field.into(),
@@ -388,6 +425,7 @@ impl FaultsSection {
 
     pub fn validate(&self, fleet: &Fleet, max_sim_time_ms: u64) -> Result<(), ScenarioError> {
         let phase = self.fault_phase_ms;
+        check_duration("faults.fault_phase_ms", phase)?;
         if phase >= max_sim_time_ms {
             return err(
                 "faults.fault_phase_ms".into(),
@@ -409,7 +447,7 @@ impl FaultsSection {
             check_drawn_range("faults.pause.duration_ms", p.duration_ms)?;
         }
         if let Some(c) = &self.clock {
-            check_range("faults.clock.skew_ms", c.skew_ms)?;
+            check_ms_range("faults.clock.skew_ms", c.skew_ms)?;
             check_range("faults.clock.drift_ppm", c.drift_ppm)?;
             check_probability("faults.clock.jump_per_step", c.jump_per_step)?;
             // Jumps are drawn from [-max, max].
@@ -440,24 +478,35 @@ impl FaultsSection {
                 "faults.network.partitions_per_minute",
                 n.partitions_per_minute,
             )?;
-            check_range("faults.network.partition_ms", n.partition_ms)?;
+            check_ms_range("faults.network.partition_ms", n.partition_ms)?;
             check_share("faults.network.one_way_share", n.one_way_share)?;
-            if n.loss[1] + n.duplicate[1] + n.delay[1] > 1.0 {
-                return err(
-                    "faults.network".into(),
-                    "loss + duplicate + delay can exceed 1: at most one fault strikes a message"
-                        .into(),
-                );
-            }
+            check_one_fault(
+                "faults.network",
+                &[
+                    ("loss", n.loss),
+                    ("duplicate", n.duplicate),
+                    ("delay", n.delay),
+                ],
+                "a message",
+            )?;
         }
         if let Some(s) = &self.store {
             check_rate("faults.store.outages_per_minute", s.outages_per_minute)?;
-            check_range("faults.store.outage_ms", s.outage_ms)?;
+            check_ms_range("faults.store.outage_ms", s.outage_ms)?;
             check_share("faults.store.timeout_share", s.timeout_share)?;
             check_probability("faults.store.failure", s.failure)?;
             check_probability("faults.store.slow", s.slow)?;
             check_drawn_range("faults.store.slow_ms", s.slow_ms)?;
             check_probability("faults.store.ambiguous", s.ambiguous)?;
+            check_one_fault(
+                "faults.store",
+                &[
+                    ("failure", s.failure),
+                    ("slow", s.slow),
+                    ("ambiguous", s.ambiguous),
+                ],
+                "a request",
+            )?;
         }
         if let Some(s) = &self.services {
             check_probability("faults.services.failure", s.failure)?;
@@ -465,10 +514,21 @@ impl FaultsSection {
             check_drawn_range("faults.services.slow_ms", s.slow_ms)?;
             check_probability("faults.services.ambiguous", s.ambiguous)?;
             check_probability("faults.services.hang", s.hang)?;
+            check_one_fault(
+                "faults.services",
+                &[
+                    ("failure", s.failure),
+                    ("slow", s.slow),
+                    ("ambiguous", s.ambiguous),
+                    ("hang", s.hang),
+                ],
+                "a call",
+            )?;
         }
+        self.check_shared_legs()?;
         if let Some(r) = &self.restarts {
             if let Some(at) = r.rolling_deploy_at_ms {
-                check_range("faults.restarts.rolling_deploy_at_ms", at)?;
+                check_ms_range("faults.restarts.rolling_deploy_at_ms", at)?;
                 if at[1] >= phase {
                     return err(
                         "faults.restarts.rolling_deploy_at_ms".into(),
@@ -485,8 +545,9 @@ impl FaultsSection {
                     "must be greater than 0".into(),
                 );
             }
+            check_duration("faults.restarts.rolling_interval_ms", r.rolling_interval_ms)?;
             if let Some(at) = r.mass_failure_at_ms {
-                check_range("faults.restarts.mass_failure_at_ms", at)?;
+                check_ms_range("faults.restarts.mass_failure_at_ms", at)?;
                 if at[1] >= phase {
                     return err(
                         "faults.restarts.mass_failure_at_ms".into(),
@@ -506,17 +567,31 @@ impl FaultsSection {
         }
         for (i, f) in self.scheduled.iter().enumerate() {
             let field = format!("faults.scheduled[{i}]");
-            let (at_ms, node) = match f {
-                ScheduledFault::Crash { at_ms, node }
-                | ScheduledFault::Pause { at_ms, node, .. }
-                | ScheduledFault::Partition { at_ms, node, .. } => (*at_ms, Some(node)),
-                ScheduledFault::StoreOutage { at_ms, .. } => (*at_ms, None),
+            let (at_ms, node, duration_ms) = match f {
+                ScheduledFault::Crash { at_ms, node } => (*at_ms, Some(node), None),
+                ScheduledFault::Pause {
+                    at_ms,
+                    node,
+                    duration_ms,
+                }
+                | ScheduledFault::Partition {
+                    at_ms,
+                    node,
+                    duration_ms,
+                    ..
+                } => (*at_ms, Some(node), Some(*duration_ms)),
+                ScheduledFault::StoreOutage {
+                    at_ms, duration_ms, ..
+                } => (*at_ms, None, Some(*duration_ms)),
             };
             if at_ms >= phase {
                 return err(
                     format!("{field}.at_ms"),
                     format!("{at_ms} is not inside the fault phase (fault_phase_ms {phase})"),
                 );
+            }
+            if let Some(d) = duration_ms {
+                check_duration(&format!("{field}.duration_ms"), d)?;
             }
             if let Some(node) = node
                 && fleet.node_named(node).is_none()
@@ -540,6 +615,54 @@ impl FaultsSection {
                     format!("{node} is a reclaimer and calls no services"),
                 );
             }
+        }
+        Ok(())
+    }
+
+    /// Store and service faults share the rolls of the network's message
+    /// faults on their legs (store `ambiguous` adds to the lost band of
+    /// replies, `slow` to the delayed band, `failure` and `hang` follow them
+    /// on requests): on each leg, too, at most one fault strikes a message.
+    fn check_shared_legs(&self) -> Result<(), ScenarioError> {
+        let Some(n) = &self.network else {
+            return Ok(());
+        };
+        let net = [
+            ("network.loss", n.loss),
+            ("network.duplicate", n.duplicate),
+            ("network.delay", n.delay),
+        ];
+        let with = |extra: &[(&'static str, Range<f64>)]| {
+            let mut terms = net.to_vec();
+            terms.extend_from_slice(extra);
+            terms
+        };
+        if let Some(s) = &self.store {
+            check_one_fault(
+                "faults.store",
+                &with(&[("store.failure", s.failure)]),
+                "a request to the store",
+            )?;
+            check_one_fault(
+                "faults.store",
+                &with(&[("store.slow", s.slow), ("store.ambiguous", s.ambiguous)]),
+                "a reply from the store",
+            )?;
+        }
+        if let Some(s) = &self.services {
+            check_one_fault(
+                "faults.services",
+                &with(&[("services.failure", s.failure), ("services.hang", s.hang)]),
+                "a call to a service",
+            )?;
+            check_one_fault(
+                "faults.services",
+                &with(&[
+                    ("services.slow", s.slow),
+                    ("services.ambiguous", s.ambiguous),
+                ]),
+                "a reply from a service",
+            )?;
         }
         Ok(())
     }
@@ -859,7 +982,10 @@ fn poisson_times(
     while out.len() < MAX_SCHEDULED_FAULTS {
         // Uniform gaps around the mean; no transcendental maths, so the
         // schedule is bit-identical on every platform.
-        t_us += rng.random_range(0..=(2.0 * mean_gap_us) as u64) + 1;
+        // Saturating: a rate near 0 makes the gap up to `u64::MAX`.
+        t_us = t_us
+            .saturating_add(rng.random_range(0..=(2.0 * mean_gap_us) as u64))
+            .saturating_add(1);
         if t_us >= phase_us {
             break;
         }

@@ -129,8 +129,10 @@ impl Observer<DocKey, DocValue, LeaseEvent> for RunObserver<'_, '_> {
 }
 
 /// The liveness bound, derived from the configuration (see docs/protocol.md).
-pub fn liveness_bound(scn: &ValidScenario) -> LivenessBound {
-    let s = &scn.scenario;
+/// Validation calls it too, on a scenario whose time fields it has bounded
+/// (so these sums cannot wrap), to refuse a deadline past
+/// [`crate::scenario::MAX_LIVENESS_DEADLINE_MS`].
+pub fn liveness_bound(s: &crate::scenario::Scenario) -> LivenessBound {
     let p = &s.protocol;
     let steps = s.tasks.steps_per_task() as u64;
     LivenessBound {
@@ -385,7 +387,7 @@ fn simulate_inner(
             (at_ms * 1_000, op)
         }),
     );
-    let bound = liveness_bound(scn);
+    let bound = liveness_bound(&scn.scenario);
     let check_config = CheckConfig {
         roles: roles.to_vec(),
         tasks_total: s.tasks.total(),

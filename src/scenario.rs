@@ -15,6 +15,35 @@ pub const MAX_TASKS: u32 = 10_000_000;
 pub const MAX_STEPS: u32 = 100_000;
 pub const MAX_SERVICES: usize = 64;
 
+/// The largest value of any time field (`..._ms`, a single value or either
+/// end of a range): 10^9 ms, about 11.6 days of simulated time. No real
+/// scenario comes near it, and it keeps every microsecond conversion and
+/// every sum of several such fields used downstream (deadlines, the lease and
+/// effect-timeout rules, the no-lost-task bound's terms) below 10^14 µs, far
+/// from `u64::MAX` (about 1.8 x 10^19).
+pub const MAX_DURATION_MS: u64 = 1_000_000_000;
+
+/// The largest `limits.max_events`: 10^10. The simulator numbers its events
+/// and timers from a 2^40 (about 1.1 x 10^12) sequence space; a run stopped
+/// at 10^10 events stays a hundred times below it.
+pub const MAX_EVENT_LIMIT: u64 = 10_000_000_000;
+
+/// The largest no-lost-task deadline (`max(fault_phase_ms, arrival_window_ms)`
+/// plus the bound of `run::liveness_bound`): 10^14 ms, about 3,170 years. The
+/// checker works it out in microseconds in `u64`, 10^17 at most this way.
+pub const MAX_LIVENESS_DEADLINE_MS: u64 = 100_000_000_000_000;
+
+/// `value` of time field `field`, checked against [`MAX_DURATION_MS`].
+pub(crate) fn check_duration(field: &str, value: u64) -> Result<(), ScenarioError> {
+    if value > MAX_DURATION_MS {
+        return bad(
+            field,
+            format!("{value} is above the limit of {MAX_DURATION_MS} ms (about 11.6 days)"),
+        );
+    }
+    Ok(())
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
@@ -147,9 +176,12 @@ impl TasksSection {
         self.only.as_ref().map_or(self.count, |o| o.len() as u32)
     }
 
-    /// Steps per task, repeats included.
+    /// Steps per task, repeats included (saturating: validation keeps it at
+    /// most [`MAX_STEPS`]).
     pub fn steps_per_task(&self) -> u32 {
-        self.steps.len() as u32 * self.repeat_steps
+        u32::try_from(self.steps.len())
+            .unwrap_or(u32::MAX)
+            .saturating_mul(self.repeat_steps)
     }
 }
 
@@ -183,7 +215,13 @@ pub struct ScenarioError {
 
 impl std::fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.field, self.message)
+        // A file that cannot be read has no field to name: its path is
+        // already in front of the message.
+        if self.field.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.field, self.message)
+        }
     }
 }
 
@@ -208,17 +246,24 @@ pub struct ValidScenario {
 
 impl Scenario {
     pub fn load(path: &Path) -> Result<ValidScenario, ScenarioError> {
+        // Callers put the path in front of every error.
         let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
-            field: path.display().to_string(),
-            message: format!("cannot read scenario file: {e}"),
+            field: String::new(),
+            message: format!("cannot read the file: {e}"),
         })?;
         Scenario::parse(&text)
     }
 
     pub fn parse(text: &str) -> Result<ValidScenario, ScenarioError> {
-        let scenario: Scenario = serde_json::from_str(text).map_err(|e| ScenarioError {
-            field: format!("line {} column {}", e.line(), e.column()),
-            message: e.to_string(),
+        let scenario: Scenario = serde_json::from_str(text).map_err(|e| {
+            let field = format!("line {} column {}", e.line(), e.column());
+            // serde_json ends its text with the position, named once in front.
+            let text = e.to_string();
+            let message = text
+                .strip_suffix(&format!(" at {field}"))
+                .unwrap_or(&text)
+                .to_string();
+            ScenarioError { field, message }
         })?;
         scenario.validate(text.to_string())
     }
@@ -235,6 +280,7 @@ impl Scenario {
         if s.name.trim().is_empty() {
             return bad("name", "must not be empty");
         }
+        s.check_durations()?;
         if s.fleet.workers == 0 || s.fleet.workers > MAX_WORKERS {
             return bad(
                 "fleet.workers",
@@ -320,8 +366,10 @@ impl Scenario {
                     ),
                 );
             }
-            let round_trip_ms = svc.work_ms_max + 2 * s.network.latency_ms_max;
-            if s.protocol.effect_timeout_ms <= round_trip_ms {
+            // u128: the rule must not wrap, whatever the fields hold.
+            let round_trip_ms =
+                u128::from(svc.work_ms_max) + 2 * u128::from(s.network.latency_ms_max);
+            if u128::from(s.protocol.effect_timeout_ms) <= round_trip_ms {
                 return bad(
                     "protocol.effect_timeout_ms",
                     format!(
@@ -369,7 +417,10 @@ impl Scenario {
                 );
             }
         }
-        if s.tasks.repeat_steps == 0 || s.tasks.steps_per_task() > MAX_STEPS {
+        // u64: steps x repeats must not wrap into a small number.
+        if s.tasks.repeat_steps == 0
+            || s.tasks.steps.len() as u64 * u64::from(s.tasks.repeat_steps) > u64::from(MAX_STEPS)
+        {
             return bad(
                 "tasks.repeat_steps",
                 format!("must be at least 1, with at most {MAX_STEPS} steps per task in all"),
@@ -400,6 +451,15 @@ impl Scenario {
         if s.limits.max_events == 0 {
             return bad("limits.max_events", "must be greater than 0");
         }
+        if s.limits.max_events > MAX_EVENT_LIMIT {
+            return bad(
+                "limits.max_events",
+                format!(
+                    "{} is above the limit of {MAX_EVENT_LIMIT} events",
+                    s.limits.max_events
+                ),
+            );
+        }
         let cfg = self.protocol_config_with(step_services.clone(), Variant::Correct);
         if let Err(e) = cfg.validate() {
             let field = match e.field {
@@ -410,6 +470,7 @@ impl Scenario {
             };
             return bad(field, e.message);
         }
+        s.check_liveness_deadline()?;
         for (id, svc) in s.services.iter().enumerate() {
             let uses = step_services.iter().filter(|x| x.0 as usize == id).count() as u32
                 * s.tasks.repeat_steps;
@@ -433,6 +494,82 @@ impl Scenario {
             step_services,
             services,
         })
+    }
+
+    /// Every time field outside `faults` (those are checked in
+    /// [`FaultsSection::validate`]) against [`MAX_DURATION_MS`].
+    fn check_durations(&self) -> Result<(), ScenarioError> {
+        let p = &self.protocol;
+        let mut fields: Vec<(String, u64)> = vec![
+            (
+                "protocol.heartbeat_interval_ms".into(),
+                p.heartbeat_interval_ms,
+            ),
+            ("protocol.lease_timeout_ms".into(), p.lease_timeout_ms),
+            ("protocol.scan_interval_ms".into(), p.scan_interval_ms),
+            ("protocol.poll_interval_ms".into(), p.poll_interval_ms),
+            (
+                "protocol.idle_poll_max_ms".into(),
+                p.idle_poll_max_ms.unwrap_or(0),
+            ),
+            ("protocol.store_timeout_ms".into(), p.store_timeout_ms),
+            ("protocol.effect_timeout_ms".into(), p.effect_timeout_ms),
+            ("protocol.retry_backoff_ms".into(), p.retry_backoff_ms),
+            (
+                "protocol.default_lease_timeout_ms".into(),
+                p.default_lease_timeout_ms,
+            ),
+            ("network.latency_ms_min".into(), self.network.latency_ms_min),
+            ("network.latency_ms_max".into(), self.network.latency_ms_max),
+        ];
+        for (i, svc) in self.services.iter().enumerate() {
+            fields.push((format!("services[{i}].work_ms_min"), svc.work_ms_min));
+            fields.push((format!("services[{i}].work_ms_max"), svc.work_ms_max));
+        }
+        fields.extend([
+            (
+                "tasks.arrival_window_ms".to_string(),
+                self.tasks.arrival_window_ms,
+            ),
+            (
+                "limits.max_sim_time_ms".to_string(),
+                self.limits.max_sim_time_ms,
+            ),
+            (
+                "limits.liveness_slack_ms".to_string(),
+                self.limits.liveness_slack_ms,
+            ),
+        ]);
+        for (field, value) in fields {
+            check_duration(&field, value)?;
+        }
+        Ok(())
+    }
+
+    /// The no-lost-task deadline the checker will set (the bound of
+    /// `run::liveness_bound`, from the later of the heal and the last
+    /// arrival) must stay below [`MAX_LIVENESS_DEADLINE_MS`]. Every term is a
+    /// bounded time field; only the number of rounds (tasks per slot) times
+    /// the steps can make it large. Call after the time fields and the
+    /// protocol rules are checked: the bound's own sums rely on them.
+    fn check_liveness_deadline(&self) -> Result<(), ScenarioError> {
+        let bound = crate::run::liveness_bound(self);
+        let tasks = self.tasks.total();
+        let start_ms = self.faults.fault_phase_ms.max(self.tasks.arrival_window_ms);
+        let deadline_us = bound.deadline_us(start_ms * 1_000, tasks);
+        if deadline_us.is_none_or(|d| d > MAX_LIVENESS_DEADLINE_MS * 1_000) {
+            return bad(
+                "tasks.count",
+                format!(
+                    "{tasks} tasks on a capacity of {} (workers x slots_per_worker), at up to \
+                     {} ms each, give a no-lost-task deadline above the limit of \
+                     {MAX_LIVENESS_DEADLINE_MS} ms: use fewer tasks or steps, more slots, or \
+                     shorter protocol timeouts",
+                    bound.capacity, bound.per_task_ms
+                ),
+            );
+        }
+        Ok(())
     }
 
     fn protocol_config_with(

@@ -34,6 +34,21 @@ pub struct LivenessBound {
     pub slack_ms: u64,
 }
 
+impl LivenessBound {
+    /// The no-lost-task deadline in µs for `unfinished` tasks from
+    /// `start_us`; `None` if it does not fit in a `u64` (scenario validation
+    /// refuses such bounds).
+    pub fn deadline_us(&self, start_us: u64, unfinished: u32) -> Option<u64> {
+        assert!(self.capacity > 0, "a fleet with no slots");
+        let rounds = u64::from(unfinished.div_ceil(self.capacity)) + 1;
+        let span_ms = rounds
+            .checked_mul(self.per_task_ms)?
+            .checked_add(self.detect_ms)?
+            .checked_add(self.slack_ms)?;
+        span_ms.checked_mul(1_000)?.checked_add(start_us)
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CheckConfig {
     /// Role of each simulated node, indexed by node id.
@@ -504,12 +519,11 @@ impl LeaseChecker {
     fn on_heal(&mut self, time_us: u64) {
         assert!(self.heal_at_us.is_none(), "two heal phases");
         self.heal_at_us = Some(time_us);
-        let b = self.cfg.liveness;
         let unfinished = self.cfg.tasks_total - self.done;
-        let rounds = unfinished.div_ceil(b.capacity) as u64 + 1;
         let start_us = time_us.max(self.cfg.last_arrival_ms * 1_000);
-        self.deadline_us =
-            Some(start_us + (b.detect_ms + rounds * b.per_task_ms + b.slack_ms) * 1_000);
+        let deadline_us = self.cfg.liveness.deadline_us(start_us, unfinished);
+        assert!(deadline_us.is_some(), "liveness deadline past u64 µs");
+        self.deadline_us = deadline_us;
     }
 
     /// Judge what can only be judged at the end. Call once, after the run.
