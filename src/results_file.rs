@@ -13,7 +13,8 @@
 //! dropped (its seed is simply run again by `--resume`). A complete final line
 //! always ends in a newline, because every line is written with its newline.
 
-use crate::lease_job::{SeedResult, TimedSeedResult};
+use crate::lease_job::{DETERMINISM, SeedResult, TimedSeedResult};
+use leasehold_check::Invariant;
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -23,8 +24,10 @@ pub const RESULTS_FORMAT: &str = "leasehold-results/1";
 /// Lines longer than this are not results (a violation message is short).
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
-/// One line of a results file.
+/// One line of a results file. Every field is written, so a reader refuses
+/// any other (`deny_unknown_fields`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ResultLine {
     pub format: String,
     pub leasehold_version: String,
@@ -97,6 +100,9 @@ pub struct ResultsRead {
     /// A final line cut short by a kill: its 1-based number and the byte
     /// offset where it starts (everything before it is complete lines).
     pub truncated_tail: Option<(u64, u64)>,
+    /// The first line written by another leasehold version than this one:
+    /// (its 1-based number, that version).
+    pub other_version: Option<(u64, String)>,
 }
 
 /// Parse a results file's text; errors are `line N: ...`.
@@ -113,10 +119,11 @@ pub fn parse_results(text: &str) -> Result<ResultsRead, String> {
         };
         let line = &rest[..end];
         let consumed = end + 1;
-        read.lines.push((
-            number,
-            parse_line(line).map_err(|e| format!("line {number}: {e}"))?,
-        ));
+        let parsed = parse_line(line).map_err(|e| format!("line {number}: {e}"))?;
+        if read.other_version.is_none() && parsed.leasehold_version != crate::LEASEHOLD_VERSION {
+            read.other_version = Some((number, parsed.leasehold_version.clone()));
+        }
+        read.lines.push((number, parsed));
         offset += consumed as u64;
         rest = &rest[consumed..];
     }
@@ -148,8 +155,22 @@ fn parse_line(line: &str) -> Result<ResultLine, String> {
             ));
         }
     }
-    let parsed: ResultLine =
-        serde_json::from_value(value).map_err(|e| format!("not a leasehold result ({e})"))?;
+    let parsed: ResultLine = crate::trace::from_value_named(&value)
+        .map_err(|e| format!("not a leasehold result ({e})"))?;
+    crate::trace::known_variant(&parsed.variant)?;
+    for (i, name) in parsed.invariants.iter().enumerate() {
+        if name != DETERMINISM && Invariant::from_name(name).is_none() {
+            let known: Vec<&str> = Invariant::ALL
+                .iter()
+                .map(|i| i.name())
+                .chain([DETERMINISM])
+                .collect();
+            return Err(format!(
+                "invariants[{i}]: \"{name}\" is not an invariant; known: {}",
+                known.join(", ")
+            ));
+        }
+    }
     if parsed.ok != parsed.invariants.is_empty() {
         return Err(format!(
             "seed {}: \"ok\" is {} but \"invariants\" is {:?}",
@@ -159,10 +180,20 @@ fn parse_line(line: &str) -> Result<ResultLine, String> {
     Ok(parsed)
 }
 
-/// Read and parse a results file; errors name the file and the line.
+/// Read and parse a results file; errors name the file and the line. A file
+/// with lines of another leasehold version gets one note on stderr (results
+/// of another version may legitimately differ; `merge` and `sweep --resume`
+/// both read through here).
 pub fn read_results(path: &Path) -> Result<ResultsRead, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    parse_results(&text).map_err(|e| format!("{} {e}", path.display()))
+    let read = parse_results(&text).map_err(|e| format!("{} {e}", path.display()))?;
+    if let Some((line, version)) = &read.other_version
+        && let Some(note) =
+            crate::trace::version_note(&format!("{} line {line}", path.display()), version)
+    {
+        eprintln!("{note}");
+    }
+    Ok(read)
 }
 
 /// Appends result lines to a file, one `write` per line.

@@ -28,6 +28,7 @@ pub const FAILURE_FORMAT: &str = "leasehold-failure/1";
 
 /// How big a run is, before and after shrinking.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunSize {
     pub faults: u64,
     pub workers: u32,
@@ -57,22 +58,66 @@ pub struct FailureFile {
     pub candidates_run: u64,
 }
 
-/// Whether `text` is a failure file (rather than a trace): a JSON object
-/// that names the failure format.
+/// Whether `text` is a failure file (rather than a trace): what its
+/// `format` says (see [`crate::trace::replay_input`]).
 pub fn is_failure_file(text: &str) -> bool {
-    text.trim_start().starts_with('{') && text.contains(FAILURE_FORMAT)
+    crate::trace::replay_input(text) == Ok(crate::trace::ReplayInput::Failure)
 }
 
+/// How long any duration in a plan may be (a pause, a partition, an outage,
+/// a delay, a time to restart, a clock jump either way): 30 simulated days.
+/// Far beyond any run's limits, and small enough that no microsecond
+/// arithmetic on it can overflow (a million faults of it still fit an i64).
+pub const MAX_PLAN_DURATION_US: u64 = 30 * 24 * 3_600 * 1_000_000;
+
+/// A generous bound on the messages one node sends in one step (the
+/// protocol's outbox holds at most 4,096 outputs): with `limits.max_events`,
+/// it bounds the message numbers a plan can name.
+pub const MAX_MESSAGES_PER_STEP: u64 = 4_096;
+
 impl FailureFile {
+    /// Read and check a failure file. Errors name the field
+    /// (`plan[0].node: ...`, `variant: ...`, `format: ...`); the plan is
+    /// checked against the embedded scenario.
     pub fn parse(text: &str) -> Result<FailureFile, String> {
-        let f: FailureFile = serde_json::from_str(text)
-            .map_err(|e| format!("line {}: not a leasehold failure file ({e})", e.line()))?;
-        if f.format != FAILURE_FORMAT {
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+            format!(
+                "line {} column {}: not a leasehold failure file (not JSON: {})",
+                e.line(),
+                e.column(),
+                crate::trace::strip_position(&e)
+            )
+        })?;
+        match value.get("format") {
+            Some(serde_json::Value::String(f)) if f == FAILURE_FORMAT => {}
+            Some(f) => {
+                return Err(format!(
+                    "format: {f} is not \"{FAILURE_FORMAT}\", not a leasehold failure file"
+                ));
+            }
+            None if value.is_object() => {
+                return Err(format!(
+                    "format: missing (a failure file has \"format\": \"{FAILURE_FORMAT}\")"
+                ));
+            }
+            None => return Err("not a JSON object, not a leasehold failure file".into()),
+        }
+        let f: FailureFile = crate::trace::from_value_named(&value)?;
+        let scn = f
+            .scenario
+            .clone()
+            .into_valid()
+            .map_err(|e| format!("scenario.{}: {}", e.field, e.message))?;
+        f.variant()?;
+        if Invariant::from_name(&f.invariant).is_none() {
+            let known: Vec<&str> = Invariant::ALL.iter().map(|i| i.name()).collect();
             return Err(format!(
-                "line 1: format \"{}\" is not \"{FAILURE_FORMAT}\"",
-                f.format
+                "invariant: \"{}\" is not an invariant; known: {}",
+                f.invariant,
+                known.join(", ")
             ));
         }
+        check_plan(&f.plan, &scn)?;
         Ok(f)
     }
 
@@ -81,12 +126,11 @@ impl FailureFile {
         self.scenario
             .clone()
             .into_valid()
-            .map_err(|e| format!("the embedded scenario is invalid: {e}"))
+            .map_err(|e| format!("scenario.{}: {}", e.field, e.message))
     }
 
     pub fn variant(&self) -> Result<Variant, String> {
-        Variant::from_name(&self.variant)
-            .ok_or_else(|| format!("unknown variant \"{}\"", self.variant))
+        crate::trace::known_variant(&self.variant)
     }
 
     /// Whether a re-run still fails this file's invariant.
@@ -107,6 +151,169 @@ impl FailureFile {
             None,
         ))
     }
+}
+
+/// Check a failure file's plan against its scenario, so that every fault can
+/// strike in some run of it and no time arithmetic overflows: nodes of the
+/// fleet, causes only (never a consequence such as a restart), step and
+/// message numbers a run can reach, times within `limits.max_sim_time_ms`,
+/// durations at most [`MAX_PLAN_DURATION_US`], message actions on the legs
+/// they apply to. Errors name `plan[N].field`.
+pub fn check_plan(plan: &FaultPlan, scn: &ValidScenario) -> Result<(), String> {
+    use leasehold_sim::{Leg, MessageAction};
+    let s = &scn.scenario;
+    if plan.len() > leasehold_sim::faults::MAX_FAULTS_PER_RUN {
+        return Err(format!(
+            "plan: {} faults, more than one run injects (at most {})",
+            plan.len(),
+            leasehold_sim::faults::MAX_FAULTS_PER_RUN
+        ));
+    }
+    let nodes = s.fleet.workers + s.fleet.reclaimers;
+    let max_events = s.limits.max_events;
+    let max_time_us = s.limits.max_sim_time_ms.saturating_mul(1_000);
+    for (i, fault) in plan.faults.iter().enumerate() {
+        let field = |name: &str| format!("plan[{i}].{name}");
+        if !fault.is_planned() {
+            return Err(format!(
+                "{}: \"{}\" is a consequence of another fault, never part of a plan",
+                field("fault"),
+                fault.kind()
+            ));
+        }
+        if let Some(node) = fault_node_mut(&mut { *fault }).map(|n| n.0)
+            && node >= nodes
+        {
+            return Err(format!(
+                "{}: {node} is not a node of the scenario's fleet ({} workers and {} reclaimers: nodes 0 to {})",
+                field("node"),
+                s.fleet.workers,
+                s.fleet.reclaimers,
+                nodes - 1
+            ));
+        }
+        let mut durations: Vec<(&str, u64)> = Vec::new();
+        let mut at = None;
+        let mut step = None;
+        match *fault {
+            Fault::Crash {
+                node_step,
+                restart_after_us,
+                ..
+            } => {
+                step = Some(node_step);
+                durations.push(("restart_after_us", restart_after_us));
+            }
+            Fault::CrashAt {
+                at_us,
+                restart_after_us,
+                ..
+            } => {
+                at = Some(at_us);
+                durations.push(("restart_after_us", restart_after_us));
+            }
+            Fault::Pause {
+                node_step,
+                duration_us,
+                ..
+            } => {
+                step = Some(node_step);
+                durations.push(("duration_us", duration_us));
+            }
+            Fault::PauseAt {
+                at_us, duration_us, ..
+            }
+            | Fault::Partition {
+                at_us, duration_us, ..
+            }
+            | Fault::StoreOutage {
+                at_us, duration_us, ..
+            } => {
+                at = Some(at_us);
+                durations.push(("duration_us", duration_us));
+            }
+            Fault::ClockJump {
+                node_step,
+                delta_us,
+                ..
+            } => {
+                step = Some(node_step);
+                durations.push(("delta_us", delta_us.unsigned_abs()));
+            }
+            Fault::Message {
+                msg, leg, action, ..
+            } => {
+                let max_msg = max_events.saturating_mul(MAX_MESSAGES_PER_STEP);
+                if msg == 0 || msg > max_msg {
+                    return Err(format!(
+                        "{}: {msg} is not a message number a run of this scenario reaches \
+                         (messages are numbered from 1; at most {MAX_MESSAGES_PER_STEP} a step \
+                         and limits.max_events {max_events} events: {max_msg})",
+                        field("msg")
+                    ));
+                }
+                match action {
+                    MessageAction::Duplicate { extra_us } | MessageAction::Delay { extra_us } => {
+                        durations.push(("action.extra_us", extra_us));
+                    }
+                    MessageAction::Fail if matches!(leg, Leg::FromStore | Leg::FromService) => {
+                        return Err(format!(
+                            "{}: \"fail\" is for requests (legs to_store, to_service), not the reply leg {}",
+                            field("action"),
+                            leg_name(leg)
+                        ));
+                    }
+                    MessageAction::Hang if leg != Leg::ToService => {
+                        return Err(format!(
+                            "{}: \"hang\" is for calls to a service (leg to_service), not {}",
+                            field("action"),
+                            leg_name(leg)
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+            Fault::Restart { .. }
+            | Fault::Resume { .. }
+            | Fault::PartitionHealed { .. }
+            | Fault::StoreRecovered { .. } => {}
+        }
+        if let Some(step) = step
+            && (step == 0 || step > max_events)
+        {
+            return Err(format!(
+                "{}: {step} is not a step a node of this scenario reaches (steps are numbered \
+                 from 1, one an event at most, and limits.max_events is {max_events})",
+                field("node_step")
+            ));
+        }
+        if let Some(at_us) = at
+            && at_us > max_time_us
+        {
+            return Err(format!(
+                "{}: {at_us} µs is past limits.max_sim_time_ms ({} ms): the fault could never strike",
+                field("at_us"),
+                s.limits.max_sim_time_ms
+            ));
+        }
+        for (name, us) in durations {
+            if us > MAX_PLAN_DURATION_US {
+                return Err(format!(
+                    "{}: {us} µs is longer than a plan's durations may be \
+                     (MAX_PLAN_DURATION_US: {MAX_PLAN_DURATION_US} µs, 30 days)",
+                    field(name)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn leg_name(leg: leasehold_sim::Leg) -> String {
+    serde_json::to_value(leg)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{leg:?}"))
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -624,22 +831,43 @@ fn last_fault_time_ms(s: &Scenario, seed: u64, variant: Variant, plan: &FaultPla
     last.0
 }
 
-/// Shrink the failing run (scenario, seed, variant) to a failure file. `Err`
-/// if it does not fail.
+/// Why `shrink` wrote no failure file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ShrinkError {
+    /// The run passes: there is nothing to shrink (not an error of the tool).
+    Passes(String),
+    /// The run fails, but replaying its own fault plan does not: the tool
+    /// (the simulator) is broken, and no failure file can be written.
+    NotReproducible(String),
+}
+
+impl std::fmt::Display for ShrinkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ShrinkError::Passes(m) | ShrinkError::NotReproducible(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for ShrinkError {}
+
+/// Shrink the failing run (scenario, seed, variant) to a failure file.
+/// `Err(Passes)` if it does not fail; `Err(NotReproducible)` if its own
+/// fault plan does not reproduce the failure (a simulator bug).
 pub fn shrink(
     scn: &ValidScenario,
     seed: u64,
     variant: Variant,
     limits: ShrinkLimits,
-) -> Result<FailureFile, String> {
+) -> Result<FailureFile, ShrinkError> {
     let started = Instant::now();
     let outcome = simulate(scn, seed, variant, None);
     let Some(first) = outcome.violations.first().cloned() else {
-        return Err(format!(
+        return Err(ShrinkError::Passes(format!(
             "{} seed {seed} variant {} does not fail: nothing to shrink",
             scn.name(),
             variant.name()
-        ));
+        )));
     };
     let invariant = first.invariant;
     let original = size_of(&scn.scenario, &outcome.plan, &outcome);
@@ -647,12 +875,15 @@ pub fn shrink(
     // time each fault struck.
     let replayed = simulate_with_plan(scn, seed, variant, Some(outcome.plan), None);
     if !replayed.invariants.contains(&invariant) {
-        return Err(format!(
-            "{} seed {seed} variant {}: replaying its own fault plan does not reproduce {} (a simulator bug)",
+        return Err(ShrinkError::NotReproducible(format!(
+            "{} seed {seed} variant {} fails {} ({}), but replaying its own fault plan does not \
+             reproduce it (a simulator bug; please report it), so it cannot be shrunk: no failure \
+             file written",
             scn.name(),
             variant.name(),
-            invariant.name()
-        ));
+            invariant.name(),
+            first.message
+        )));
     }
     let mut sh = Shrinker {
         seed,

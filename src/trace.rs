@@ -1,11 +1,19 @@
 //! Trace files: JSON Lines. Line 1 is a header (format, leasehold version, the
 //! scenario's full text, seed, variant); then one record a line; last, an
-//! `end` line with the trace hash. `replay` re-runs from the header alone.
+//! `end` line with the trace hash, the event count and the verdict. `replay`
+//! re-runs from the header alone and compares every record and the end line.
+//!
+//! Also what the file formats share: telling which kind of file a reader was
+//! given ([`replay_input`]), errors that name the field they are about
+//! ([`from_value_named`]), and the note about a file another leasehold
+//! version wrote ([`version_note`]).
 
-use crate::run::LEASEHOLD_VERSION;
-use leasehold_protocol::{DocKey, DocValue, LeaseEvent};
+use crate::run::{LEASEHOLD_VERSION, RunOutcome};
+use leasehold_protocol::{DocKey, DocValue, LeaseEvent, Variant};
 use leasehold_sim::{Observer, Record};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::io::Write;
 
 pub const TRACE_FORMAT: &str = "leasehold-trace/1";
@@ -35,7 +43,54 @@ pub struct TraceFooter {
     pub end: TraceEnd,
 }
 
+impl TraceEnd {
+    /// The end line a run writes.
+    pub fn of(outcome: &RunOutcome) -> TraceEnd {
+        TraceEnd {
+            trace_hash: outcome.trace_hash_hex(),
+            events: outcome.events(),
+            ok: outcome.ok(),
+            invariants: outcome
+                .invariants
+                .iter()
+                .map(|i| i.name().to_string())
+                .collect(),
+        }
+    }
+
+    /// The first field in which `actual` (a re-run's end) differs from this
+    /// one (the file's): (field, in the file, in the re-run).
+    pub fn first_difference(&self, actual: &TraceEnd) -> Option<(&'static str, String, String)> {
+        if self.events != actual.events {
+            return Some(("events", self.events.to_string(), actual.events.to_string()));
+        }
+        if self.ok != actual.ok {
+            return Some(("ok", self.ok.to_string(), actual.ok.to_string()));
+        }
+        if self.invariants != actual.invariants {
+            return Some((
+                "invariants",
+                format!("{:?}", self.invariants),
+                format!("{:?}", actual.invariants),
+            ));
+        }
+        if self.trace_hash != actual.trace_hash {
+            return Some((
+                "trace_hash",
+                self.trace_hash.clone(),
+                actual.trace_hash.clone(),
+            ));
+        }
+        None
+    }
+}
+
 impl TraceHeader {
+    /// The header's variant; an unknown one names the field and the known ones.
+    pub fn variant(&self) -> Result<Variant, String> {
+        known_variant(&self.variant).map_err(|e| format!("line 1: {e}"))
+    }
+
     pub fn new(scenario_source: &str, seed: u64, variant: &str) -> TraceHeader {
         TraceHeader {
             format: TRACE_FORMAT.to_string(),
@@ -108,21 +163,36 @@ impl TraceFile {
         if lines.is_empty() {
             return Err("line 1: the file is empty, not a leasehold trace".into());
         }
-        let header: TraceHeader = serde_json::from_str(lines[0])
-            .map_err(|e| format!("line 1: not a leasehold trace header ({e})"))?;
-        if header.format != TRACE_FORMAT {
-            return Err(format!(
-                "line 1: trace format \"{}\" is not \"{TRACE_FORMAT}\"",
-                header.format
-            ));
+        let first: Value = serde_json::from_str(lines[0])
+            .map_err(|e| format!("line 1: not a leasehold trace header (not JSON: {e})"))?;
+        match first.get("format") {
+            Some(Value::String(f)) if f == TRACE_FORMAT => {}
+            Some(f) => {
+                return Err(format!(
+                    "line 1: format: {f} is not \"{TRACE_FORMAT}\", not a leasehold trace"
+                ));
+            }
+            None => {
+                return Err(format!(
+                    "line 1: format: missing (a trace's first line has \"format\": \"{TRACE_FORMAT}\")"
+                ));
+            }
         }
+        let header: TraceHeader = from_value_named(&first)
+            .map_err(|e| format!("line 1: not a leasehold trace header: {e}"))?;
         let last = lines.len();
         if last < 2 {
             return Err("line 2: the trace ends after its header (no end line)".into());
         }
-        let footer: TraceFooter = serde_json::from_str(lines[last - 1]).map_err(|e| {
-            format!("line {last}: not the trace's end line ({e}); the file may be truncated")
-        })?;
+        let footer: TraceFooter = match serde_json::from_str::<Value>(lines[last - 1]) {
+            Ok(v) => from_value_named(&v)
+                .map_err(|e| format!("line {last}: not the trace's end line: {e}"))?,
+            Err(e) => {
+                return Err(format!(
+                    "line {last}: not the trace's end line ({e}); the file may be truncated"
+                ));
+            }
+        };
         for (i, line) in lines.iter().enumerate().take(last - 1).skip(1) {
             if serde_json::from_str::<serde_json::Value>(line).is_err() {
                 return Err(format!("line {}: not a JSON record", i + 1));
@@ -184,5 +254,190 @@ impl Observer<DocKey, DocValue, LeaseEvent> for TraceComparer<'_> {
             }
         }
         self.compared += 1;
+    }
+}
+
+/// A variant named in a file: `variant: unknown variant "x"; known: ...`.
+pub fn known_variant(name: &str) -> Result<Variant, String> {
+    Variant::from_name(name).ok_or_else(|| {
+        let known: Vec<&str> = Variant::all().map(|v| v.name()).collect();
+        format!(
+            "variant: unknown variant \"{name}\"; known: {}",
+            known.join(", ")
+        )
+    })
+}
+
+/// One line on stderr's worth: a file written by another leasehold version.
+/// A run is a pure function of (scenario, seed, variant, leasehold version),
+/// so another version may legitimately run differently; this is a note, not
+/// an error. `None` when the versions agree.
+pub fn version_note(file: &str, written_by: &str) -> Option<String> {
+    (written_by != LEASEHOLD_VERSION).then(|| {
+        format!(
+            "note: {file} was written by leasehold {written_by}, this is leasehold {LEASEHOLD_VERSION}; \
+             runs may differ between versions"
+        )
+    })
+}
+
+/// What `replay`, `explain` and `export` were given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplayInput {
+    /// A failure file (`shrink`): one JSON object.
+    Failure,
+    /// A trace (`run --trace`): JSON Lines.
+    Trace,
+}
+
+/// Tell a failure file from a trace by its `format`; anything else (a
+/// scenario, a results file, another format) is an error saying what was
+/// expected and what was found.
+pub fn replay_input(text: &str) -> Result<ReplayInput, String> {
+    use crate::results_file::RESULTS_FORMAT;
+    use crate::shrink::FAILURE_FORMAT;
+    let expected = format!(
+        "expected a failure file (\"format\": \"{FAILURE_FORMAT}\", from `leasehold shrink`) \
+         or a trace (\"format\": \"{TRACE_FORMAT}\", from `leasehold run --trace`)"
+    );
+    if text.trim().is_empty() {
+        return Err(format!("line 1: the file is empty; {expected}"));
+    }
+    // A failure file (or a scenario) is one JSON value; a trace's first line
+    // is its header.
+    let (value, line) = match serde_json::from_str::<Value>(text) {
+        Ok(v) => (v, None),
+        Err(whole) => {
+            let first = text.lines().next().unwrap_or_default();
+            match serde_json::from_str::<Value>(first) {
+                Ok(v) => (v, Some(1)),
+                // Corrupt, but says what it is: its own parser names the spot.
+                Err(_) if text.contains(FAILURE_FORMAT) => return Ok(ReplayInput::Failure),
+                Err(_) if first.contains(TRACE_FORMAT) => return Ok(ReplayInput::Trace),
+                Err(_) => {
+                    return Err(format!(
+                        "line {} column {}: not JSON ({}); {expected}",
+                        whole.line(),
+                        whole.column(),
+                        strip_position(&whole)
+                    ));
+                }
+            }
+        }
+    };
+    let at = line.map_or(String::new(), |n| format!("line {n}: "));
+    let Value::Object(object) = &value else {
+        return Err(format!("{at}not a JSON object; {expected}"));
+    };
+    let format = match object.get("format") {
+        Some(Value::String(f)) => f.as_str(),
+        Some(other) => return Err(format!("{at}format: {other} is not a string; {expected}")),
+        None => {
+            let has = |k: &[&str]| k.iter().all(|k| object.contains_key(*k));
+            let looks_like = if has(&["plan", "invariant", "scenario"]) {
+                " (it has \"plan\", \"invariant\" and \"scenario\": a failure file without its format?)"
+            } else if has(&["fleet", "tasks"]) {
+                " (it has \"fleet\" and \"tasks\": this is a scenario file; run it with `leasehold run` or `leasehold shrink`)"
+            } else if has(&["scenario", "seed", "variant"]) {
+                " (it has \"scenario\", \"seed\" and \"variant\": a trace header without its format?)"
+            } else if has(&["end"]) {
+                " (it has \"end\": a trace's last line, not its first)"
+            } else {
+                ""
+            };
+            let found = if looks_like.is_empty() {
+                let shown: Vec<&str> = object.keys().map(String::as_str).take(8).collect();
+                format!(" (found fields: {})", shown.join(", "))
+            } else {
+                String::new()
+            };
+            return Err(format!(
+                "{at}format: missing{looks_like}{found}; {expected}"
+            ));
+        }
+    };
+    match format {
+        FAILURE_FORMAT => Ok(ReplayInput::Failure),
+        TRACE_FORMAT => Ok(ReplayInput::Trace),
+        RESULTS_FORMAT => Err(format!(
+            "{at}format: \"{RESULTS_FORMAT}\" is a results file (from `sweep --out`); {expected} \
+             (each result line carries the `replay` command of its seed)"
+        )),
+        other if other.split('/').next() == FAILURE_FORMAT.split('/').next() => Err(format!(
+            "{at}format: \"{other}\" is not \"{FAILURE_FORMAT}\" (a failure file of another format version)"
+        )),
+        other if other.split('/').next() == TRACE_FORMAT.split('/').next() => Err(format!(
+            "{at}format: \"{other}\" is not \"{TRACE_FORMAT}\" (a trace of another format version)"
+        )),
+        other => Err(format!(
+            "{at}format: \"{other}\" is not a format this reads; {expected}"
+        )),
+    }
+}
+
+/// A serde_json error's message without its " at line L column C".
+pub fn strip_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    text.strip_suffix(&suffix).unwrap_or(&text).to_string()
+}
+
+/// Deserialize `value` as a `T` with an error that names the field it is
+/// about (`plan[2].node: invalid type: ...`), by `serde_path_to_error`.
+/// An internally tagged enum is read whole, so the path stops at it; the
+/// field inside is then the one whose value the message quotes.
+pub fn from_value_named<T: DeserializeOwned>(value: &Value) -> Result<T, String> {
+    let e = match serde_path_to_error::deserialize::<_, T>(value) {
+        Ok(t) => return Ok(t),
+        Err(e) => e,
+    };
+    let message = e.inner().to_string();
+    let mut name = e.path().to_string();
+    if name == "." {
+        name.clear();
+    }
+    let mut at = value;
+    for segment in e.path().iter() {
+        at = match segment {
+            serde_path_to_error::Segment::Seq { index } => &at[*index],
+            serde_path_to_error::Segment::Map { key } => &at[key.as_str()],
+            _ => break,
+        };
+    }
+    if let Value::Object(object) = at {
+        let quoted: Vec<&String> = object
+            .iter()
+            .filter(|(_, v)| mentions(&message, v))
+            .map(|(k, _)| k)
+            .collect();
+        if let [key] = quoted[..] {
+            if !name.is_empty() {
+                name.push('.');
+            }
+            name.push_str(key);
+        }
+    }
+    Err(if name.is_empty() {
+        message
+    } else {
+        format!("{name}: {message}")
+    })
+}
+
+/// Whether a serde error message shows `value` as what it did not expect.
+fn mentions(message: &str, value: &Value) -> bool {
+    match value {
+        Value::String(s) => {
+            message.contains(&format!("string {s:?}"))
+                || message.contains(&format!("variant `{s}`"))
+        }
+        Value::Number(n) => {
+            message.contains(&format!("integer `{n}`"))
+                || message.contains(&format!("floating point `{n}`"))
+        }
+        Value::Bool(b) => message.contains(&format!("boolean `{b}`")),
+        Value::Null => message.contains("invalid type: null") || message.contains("unit"),
+        Value::Object(_) => message.contains("invalid type: map"),
+        Value::Array(_) => message.contains("invalid type: sequence"),
     }
 }

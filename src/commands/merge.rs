@@ -118,6 +118,26 @@ pub fn merge(args: &MergeArgs) -> u8 {
     let mut summaries = Vec::new();
     let mut group_json = Vec::new();
     let mut incomplete = Vec::new();
+    if groups.is_empty() {
+        let files: Vec<String> = args.files.iter().map(|f| f.display().to_string()).collect();
+        match expect {
+            // Every expected seed is missing: the gap merge reports anyway.
+            Some(range) => incomplete.push(format!(
+                "incomplete: no results in {}: all {} seeds of {range} are missing (first missing: {})",
+                files.join(", "),
+                range.len(),
+                range.iter().next().map_or_else(String::new, |s| s.to_string())
+            )),
+            // Nothing to merge is a broken pipeline (no shard wrote, the
+            // wrong glob), never "all passed".
+            None => {
+                return bad_input(format!(
+                    "{}: no results to merge (not one result line in any file); expected the lines `sweep --out` writes",
+                    files.join(", ")
+                ));
+            }
+        }
+    }
     let (mut total_seeds, mut total_events, mut total_wall_us) = (0u64, 0u64, 0u64);
     for ((scenario, variant), group) in &groups {
         let mut summary = SweepSummary::new(scenario, variant);
@@ -187,6 +207,10 @@ pub fn merge(args: &MergeArgs) -> u8 {
             "events_per_sec": events_per_sec,
             "run_s": run_s,
         });
+        if let (Some(range), true) = (expect, groups.is_empty()) {
+            value["missing_seeds"] =
+                serde_json::json!({"count": range.len(), "first": range.iter().next()});
+        }
         if let [(only, _)] = summaries.as_slice() {
             value["scenario"] = only.scenario.clone().into();
             value["variant"] = only.variant.clone().into();

@@ -1,8 +1,9 @@
 use super::{EXIT_OK, EXIT_VIOLATION, bad_input};
 use leasehold::Scenario;
 use leasehold::simulate;
-use leasehold::trace::{TraceComparer, TraceFile};
-use leasehold_protocol::Variant;
+use leasehold::trace::{
+    ReplayInput, TraceComparer, TraceEnd, TraceFile, replay_input, version_note,
+};
 use std::path::Path;
 
 pub fn replay(path: &Path, json: bool) -> u8 {
@@ -10,8 +11,10 @@ pub fn replay(path: &Path, json: bool) -> u8 {
         Ok(t) => t,
         Err(e) => return bad_input(format!("{}: {e}", path.display())),
     };
-    if leasehold::shrink::is_failure_file(&text) {
-        return replay_failure(path, &text, json);
+    match replay_input(&text) {
+        Ok(ReplayInput::Failure) => return replay_failure(path, &text, json),
+        Ok(ReplayInput::Trace) => {}
+        Err(e) => return bad_input(format!("{}: {e}", path.display())),
     }
     let trace = match TraceFile::parse(&text) {
         Ok(t) => t,
@@ -21,29 +24,45 @@ pub fn replay(path: &Path, json: bool) -> u8 {
         Ok(s) => s,
         Err(e) => {
             return bad_input(format!(
-                "{}: line 1: the embedded scenario is invalid: {e}",
+                "{}: line 1: scenario: the embedded scenario is invalid: {e}",
                 path.display()
             ));
         }
     };
-    let Some(variant) = Variant::from_name(&trace.header.variant) else {
-        return bad_input(format!(
-            "{}: line 1: unknown variant \"{}\"",
-            path.display(),
-            trace.header.variant
-        ));
+    let variant = match trace.header.variant() {
+        Ok(v) => v,
+        Err(e) => return bad_input(format!("{}: {e}", path.display())),
     };
+    if let Some(note) = version_note(&path.display().to_string(), &trace.header.leasehold_version) {
+        eprintln!("{note}");
+    }
     let mut comparer = TraceComparer::new(&trace.records);
     let outcome = simulate(&scn, trace.header.seed, variant, Some(&mut comparer));
     comparer.finish();
     let hash = outcome.trace_hash_hex();
-    let hash_matches = hash == trace.footer.end.trace_hash;
-    let identical = comparer.first_divergence.is_none() && hash_matches;
+    // Every record matched: the end line (events, verdict, hash) must too.
+    let end_line = trace.records.len() + 2;
+    let end_difference = if comparer.first_divergence.is_none() {
+        trace.footer.end.first_difference(&TraceEnd::of(&outcome))
+    } else {
+        None
+    };
+    let identical = comparer.first_divergence.is_none() && end_difference.is_none();
     if json {
         let divergence = comparer
             .first_divergence
             .as_ref()
-            .map(|(line, expected, actual)| serde_json::json!({"line": line, "expected": expected, "actual": actual}));
+            .map(|(line, expected, actual)| serde_json::json!({"line": line, "expected": expected, "actual": actual}))
+            .or_else(|| {
+                end_difference.as_ref().map(|(field, expected, actual)| {
+                    serde_json::json!({
+                        "line": end_line,
+                        "field": format!("end.{field}"),
+                        "expected": expected,
+                        "actual": actual,
+                    })
+                })
+            });
         println!(
             "{}",
             serde_json::json!({
@@ -55,11 +74,12 @@ pub fn replay(path: &Path, json: bool) -> u8 {
                 "expected_trace_hash": trace.footer.end.trace_hash,
                 "first_divergence": divergence,
                 "ok": outcome.ok(),
+                "leasehold_version": trace.header.leasehold_version,
             })
         );
     } else if identical {
         println!(
-            "identical: {} records and trace hash {} match (seed {}, variant {}, leasehold {} wrote it)",
+            "identical: {} records, the end line and trace hash {} match (seed {}, variant {}, leasehold {} wrote it)",
             comparer.compared,
             hash,
             trace.header.seed,
@@ -77,11 +97,13 @@ pub fn replay(path: &Path, json: bool) -> u8 {
                 leasehold::LEASEHOLD_VERSION
             );
         }
-    } else {
+    } else if let Some((field, expected, actual)) = &end_difference {
         println!(
-            "DIVERGED: every record matches but the trace hash differs: trace {}, re-run {hash}",
-            trace.footer.end.trace_hash
+            "DIVERGED at the end line (line {end_line}) of {}: every record matches but end.{field} differs",
+            path.display()
         );
+        println!("  trace:  {expected}");
+        println!("  re-run: {actual}");
     }
     if identical { EXIT_OK } else { EXIT_VIOLATION }
 }
@@ -93,6 +115,9 @@ fn replay_failure(path: &Path, text: &str, json: bool) -> u8 {
         Ok(f) => f,
         Err(e) => return bad_input(format!("{}: {e}", path.display())),
     };
+    if let Some(note) = version_note(&path.display().to_string(), &failure.leasehold_version) {
+        eprintln!("{note}");
+    }
     let outcome = match failure.rerun() {
         Ok(o) => o,
         Err(e) => return bad_input(format!("{}: {e}", path.display())),
@@ -109,6 +134,7 @@ fn replay_failure(path: &Path, text: &str, json: bool) -> u8 {
                 "seed": failure.seed,
                 "variant": failure.variant,
                 "violations": outcome.violations,
+                "leasehold_version": failure.leasehold_version,
             })
         );
     } else if reproduced {

@@ -1,6 +1,6 @@
 use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_run_inputs};
 use leasehold::ValidScenario;
-use leasehold::shrink::{FailureFile, RunSize, ShrinkLimits, shrink};
+use leasehold::shrink::{FailureFile, RunSize, ShrinkError, ShrinkLimits, shrink};
 use leasehold_protocol::Variant;
 use std::path::{Path, PathBuf};
 
@@ -23,11 +23,27 @@ pub fn run(scenario_path: &Path, seed: u64, variant: &str, out: Option<&Path>, j
     };
     let f = match shrink(&scn, seed, variant, ShrinkLimits::default()) {
         Ok(r) => r,
-        Err(e) => {
-            // Not bad input: the run simply passes, so there is nothing to do.
-            println!("{e}");
+        Err(ShrinkError::Passes(message)) => {
+            // Not an error: the run passes, so there is nothing to do.
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({
+                        "invariant": null,
+                        "seed": seed,
+                        "variant": variant.name(),
+                        "message": message,
+                        "out": null,
+                    })
+                );
+            } else {
+                println!("{message}");
+            }
             return EXIT_OK;
         }
+        // The seed fails but the tool cannot shrink it: no failure file, so
+        // not a success, and not exit 1 (which means "written").
+        Err(ShrinkError::NotReproducible(message)) => return bad_input(message),
     };
     let out_path = out.map_or_else(
         || PathBuf::from(failure_file_name(&scn, seed, variant)),

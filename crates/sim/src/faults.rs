@@ -26,7 +26,7 @@ pub const MAX_FAULTS_PER_RUN: usize = 1_000_000;
 
 /// Where within a step a crash lands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(tag = "at", rename_all = "snake_case")]
+#[serde(tag = "at", rename_all = "snake_case", deny_unknown_fields)]
 pub enum CrashPoint {
     /// The node dies before it handles the input; the input is lost.
     BeforeInput,
@@ -60,7 +60,7 @@ impl Leg {
 
 /// What happens to one message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(tag = "action", rename_all = "snake_case")]
+#[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
 pub enum MessageAction {
     /// Lost. On a reply leg this is an ambiguous outcome: the request was
     /// applied, the caller never hears.
@@ -110,7 +110,7 @@ pub enum OutageMode {
 /// are recorded for readers but are never part of a plan: they follow from
 /// the planned fault before them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(tag = "fault", rename_all = "snake_case")]
+#[serde(tag = "fault", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Fault {
     Crash {
         node: NodeId,
