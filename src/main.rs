@@ -139,14 +139,45 @@ fn main() -> ExitCode {
     leasehold::panic_capture::install_quiet_hook();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return ExitCode::from(code);
-        }
+        Err(e) => return ExitCode::from(refuse_arguments(&e)),
     };
     let code = leasehold::panic_capture::exit_code_of(|| dispatch(cli.command));
     ExitCode::from(code)
+}
+
+/// What clap found wrong with the arguments, as the contract asks of all bad
+/// input: one line naming the flag, exit 2. Help and version (asked for, or
+/// shown because no command was given) print in full.
+fn refuse_arguments(e: &clap::Error) -> u8 {
+    use clap::error::ErrorKind;
+    let shows_help = matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    );
+    if shows_help {
+        let code = if e.use_stderr() { 2 } else { 0 };
+        return match e.print() {
+            Ok(()) => code,
+            Err(io) if io.kind() == std::io::ErrorKind::BrokenPipe => code,
+            Err(io) => {
+                eprintln!("error: cannot write to standard output: {io}");
+                2
+            }
+        };
+    }
+    // clap's text: the error and its details, then usage and a pointer to
+    // --help; keep what comes before the usage, on one line.
+    let text = e.render().to_string();
+    let line: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty())
+        .collect();
+    eprintln!("{}", line.join(" "));
+    2
 }
 
 fn dispatch(command: Command) -> u8 {

@@ -13,6 +13,9 @@ thread_local! {
 /// (which re-panics with a message of its own) was really about.
 static LAST_PANIC_ANY_THREAD: Mutex<Option<String>> = Mutex::new(None);
 
+/// What `std::thread::scope` panics with when one of its threads panicked.
+const SCOPE_PANIC: &str = "a scoped thread panicked";
+
 /// Replace the default hook (which prints to stderr) with one that remembers
 /// the message and location for the thread's next `message` call.
 pub fn install_quiet_hook() {
@@ -22,7 +25,10 @@ pub fn install_quiet_hook() {
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
         let text = format!("{}{location}", payload_text(info.payload()));
-        if let Ok(mut any) = LAST_PANIC_ANY_THREAD.lock() {
+        // The scope's own re-panic must not hide the panic it carries.
+        if !text.starts_with(SCOPE_PANIC)
+            && let Ok(mut any) = LAST_PANIC_ANY_THREAD.lock()
+        {
             *any = Some(text.clone());
         }
         LAST_PANIC.with(|p| *p.borrow_mut() = Some(text));
@@ -89,7 +95,7 @@ pub fn exit_code_of(command: impl FnOnce() -> u8) -> u8 {
     let here = message(payload.as_ref());
     let text = match LAST_PANIC_ANY_THREAD.lock().ok().and_then(|mut m| m.take()) {
         // A thread scope re-panics with its own words; the thread's are better.
-        Some(any) if here.contains("a scoped thread panicked") => any,
+        Some(any) if here.starts_with(SCOPE_PANIC) => any,
         _ => here,
     };
     match TopLevelPanic::classify(&text) {

@@ -157,6 +157,9 @@ fn parse_line(line: &str) -> Result<ResultLine, String> {
     }
     let parsed: ResultLine = crate::trace::from_value_named(&value)
         .map_err(|e| format!("not a leasehold result ({e})"))?;
+    if parsed.scenario.trim().is_empty() {
+        return Err("scenario: must not be empty (the scenario's name)".into());
+    }
     crate::trace::known_variant(&parsed.variant)?;
     for (i, name) in parsed.invariants.iter().enumerate() {
         if name != DETERMINISM && Invariant::from_name(name).is_none() {

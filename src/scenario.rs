@@ -265,7 +265,9 @@ impl Scenario {
                 .to_string();
             ScenarioError { field, message }
         })?;
-        scenario.validate(text.to_string())
+        let valid = scenario.validate(text.to_string())?;
+        valid.scenario.check_stops_after_earliest_deadline()?;
+        Ok(valid)
     }
 
     /// The scenario validated, with its own pretty JSON as the source text
@@ -566,6 +568,34 @@ impl Scenario {
                      {MAX_LIVENESS_DEADLINE_MS} ms: use fewer tasks or steps, more slots, or \
                      shorter protocol timeouts",
                     bound.capacity, bound.per_task_ms
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// A run stopped before even the earliest no-lost-task deadline (every
+    /// task done by the heal but one round) reports its unfinished tasks
+    /// lost: a correct protocol would fail for the limit's sake. Checked for
+    /// scenario files only: the charts build measurement windows in code
+    /// that stop early on purpose and leave `no-lost-task` out of their
+    /// verdict. (The worst case, every task pending at the heal, may lie
+    /// past the limit: the scaled one-hour runs finish well before it.)
+    fn check_stops_after_earliest_deadline(&self) -> Result<(), ScenarioError> {
+        let bound = crate::run::liveness_bound(self);
+        let start_ms = self.faults.fault_phase_ms.max(self.tasks.arrival_window_ms);
+        let earliest_us = bound
+            .deadline_us(start_ms * 1_000, 0)
+            .expect("below the worst case, checked in validation");
+        if earliest_us >= self.limits.max_sim_time_ms * 1_000 {
+            return bad(
+                "limits.max_sim_time_ms",
+                format!(
+                    "{} ms stops the run before the earliest no-lost-task deadline ({} ms): \
+                     every task not done by then would be reported lost; raise it, or \
+                     shorten the arrival window, the fault phase or the protocol's timeouts",
+                    self.limits.max_sim_time_ms,
+                    earliest_us.div_ceil(1_000)
                 ),
             );
         }

@@ -257,6 +257,59 @@ impl Observer<DocKey, DocValue, LeaseEvent> for TraceComparer<'_> {
     }
 }
 
+/// A trace re-run from its header and held against the file.
+pub struct TraceReplay {
+    pub outcome: RunOutcome,
+    /// Records compared before the first difference (or all of them).
+    pub compared: usize,
+    /// (1-based line in the file, expected, actual)
+    pub first_divergence: Option<(usize, String, String)>,
+    /// When every record matched: the first end-line field that does not
+    /// (field, in the file, in the re-run).
+    pub end_difference: Option<(&'static str, String, String)>,
+    /// The end line's number in the file.
+    pub end_line: usize,
+}
+
+impl TraceReplay {
+    pub fn identical(&self) -> bool {
+        self.first_divergence.is_none() && self.end_difference.is_none()
+    }
+
+    /// The line of the file where it and its re-run part ways.
+    pub fn diverges_at(&self) -> Option<usize> {
+        match (&self.first_divergence, &self.end_difference) {
+            (Some((line, _, _)), _) => Some(*line),
+            (None, Some(_)) => Some(self.end_line),
+            (None, None) => None,
+        }
+    }
+}
+
+/// Re-run `trace` (its header's `scn` and `variant`) and compare every
+/// record, then the end line (events, verdict, hash).
+pub fn replay_trace(
+    trace: &TraceFile,
+    scn: &crate::ValidScenario,
+    variant: Variant,
+) -> TraceReplay {
+    let mut comparer = TraceComparer::new(&trace.records);
+    let outcome = crate::simulate(scn, trace.header.seed, variant, Some(&mut comparer));
+    comparer.finish();
+    let end_difference = if comparer.first_divergence.is_none() {
+        trace.footer.end.first_difference(&TraceEnd::of(&outcome))
+    } else {
+        None
+    };
+    TraceReplay {
+        outcome,
+        compared: comparer.compared,
+        first_divergence: comparer.first_divergence,
+        end_difference,
+        end_line: trace.records.len() + 2,
+    }
+}
+
 /// A variant named in a file: `variant: unknown variant "x"; known: ...`.
 pub fn known_variant(name: &str) -> Result<Variant, String> {
     Variant::from_name(name).ok_or_else(|| {

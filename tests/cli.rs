@@ -496,3 +496,86 @@ fn an_unwritable_stdout_is_one_clear_line_not_a_silent_panic() {
         "error: cannot write to standard output: No space left on device (os error 28)"
     );
 }
+
+#[test]
+fn argument_errors_are_one_line_naming_the_flag() {
+    for (args, needle) in [
+        (&["sweep", "scenarios/gc-pause-zombie.json"][..], "--seeds"),
+        (
+            &[
+                "sweep",
+                "scenarios/gc-pause-zombie.json",
+                "--seeds",
+                "-1..2",
+            ],
+            "--seeds",
+        ),
+        (
+            &[
+                "sweep",
+                "scenarios/gc-pause-zombie.json",
+                "--seeds",
+                "1..2",
+                "--progress",
+                "nope",
+            ],
+            "--progress",
+        ),
+        (
+            &["run", "scenarios/gc-pause-zombie.json", "--seed", "abc"],
+            "--seed",
+        ),
+        (&["variants", "--bogus"], "--bogus"),
+    ] {
+        let o = leasehold(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o).lines().count(), 1, "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).starts_with("error: "),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn an_output_that_is_the_input_is_refused_and_the_input_kept() {
+    let dir = std::env::temp_dir().join(format!("leasehold-out-is-in-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let scenario = dir.join("zombie.json");
+    let original = std::fs::read(root().join("scenarios/gc-pause-zombie.json")).unwrap();
+    std::fs::write(&scenario, &original).unwrap();
+    let scn = scenario.to_str().unwrap();
+    for args in [
+        &["run", scn, "--trace", scn][..],
+        &["shrink", scn, "--seed", "1", "--out", scn],
+        &["sweep", scn, "--seeds", "1..2", "--out", scn],
+        &["sweep", scn, "--seeds", "1..2", "--junit", scn],
+    ] {
+        let o = leasehold(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("is the input file"), "{}", stderr(&o));
+        assert_eq!(std::fs::read(&scenario).unwrap(), original, "{args:?}");
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn help_to_an_unwritable_stdout_is_an_error() {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full exists on Linux");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .arg("--help")
+        .stdout(full)
+        .output()
+        .expect("the binary runs");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with("error: cannot write to standard output"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -279,6 +279,35 @@ fn write_lines(path: &Path, lines: &[String]) {
 }
 
 #[test]
+fn explain_and_export_of_an_edited_trace_say_it_is_not_the_re_run() {
+    let dir = scratch("edited-trace");
+    let (path, lines) = trace(&dir);
+    let svg = dir.join("timeline.svg");
+    let o = leasehold(&["explain", s(&path)]);
+    assert!(stderr(&o).is_empty(), "an intact trace: {}", stderr(&o));
+    let mut edited = lines.clone();
+    edited.remove(5);
+    write_lines(&path, &edited);
+    // The re-run is told and drawn as before: explain exits 1 for its
+    // violation, export 0 for the image it wrote.
+    for (o, code) in [
+        (leasehold(&["explain", s(&path)]), 1),
+        (
+            leasehold(&["export", s(&path), "--format", "svg", "--out", s(&svg)]),
+            0,
+        ),
+    ] {
+        assert_eq!(o.status.code(), Some(code), "{}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.starts_with("note: ") && err.contains("differs from its re-run from line 6 on"),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
 fn a_trace_end_line_is_compared_on_replay() {
     let dir = scratch("end-line");
     let (path, lines) = trace(&dir);
@@ -409,6 +438,7 @@ fn results_lines_with_unknown_values_or_fields_are_refused_by_merge_and_resume()
             json!(1),
             "line 2: not a leasehold result (bogus: unknown field",
         ),
+        ("scenario", json!(""), "line 2: scenario: must not be empty"),
         (
             "events",
             json!("many"),

@@ -155,6 +155,13 @@ rejected! {
             v["protocol"]["retry_backoff_ms"] = json!(1_000_000_000);
         };
 
+    // Each field within its limit, but the run would stop before even the
+    // earliest no-lost-task deadline: a correct protocol would "lose" tasks.
+    arrival_after_the_run_stops, "limits.max_sim_time_ms",
+        |v| v["tasks"]["arrival_window_ms"] = json!(1_000_000_000);
+    lease_longer_than_the_run, "limits.max_sim_time_ms",
+        |v| v["protocol"]["lease_timeout_ms"] = json!(1_000_000_000);
+
     // Lenient spellings and probabilities.
     node_leading_zero, "faults.scheduled[0].node",
         |v| v["faults"]["scheduled"] = json!([{ "kind": "crash", "at_ms": 1000, "node": "worker-01" }]);
@@ -180,8 +187,10 @@ rejected! {
 #[test]
 fn limits_themselves_are_accepted() {
     // The largest allowed values still validate (and nothing overflows).
+    // (A restart delay at the limit would put the earliest no-lost-task
+    // deadline past a run of at most the limit: refused, see below.)
     let path = edited("at_the_limits", |v| {
-        v["faults"]["restart_delay_ms"] = json!([999_999_000, 1_000_000_000]);
+        v["faults"]["restart_delay_ms"] = json!([999_000, 1_000_000]);
         v["faults"]["scheduled"] = json!([
             { "kind": "pause", "at_ms": 1000, "node": "worker-1", "duration_ms": 1_000_000_000u64 },
             { "kind": "crash", "at_ms": 1000, "node": "reclaimer-1" }

@@ -2,7 +2,7 @@ use super::{EXIT_OK, EXIT_VIOLATION, bad_input};
 use leasehold::Scenario;
 use leasehold::explain::explain;
 use leasehold::shrink::FailureFile;
-use leasehold::trace::{ReplayInput, TraceFile, replay_input, version_note};
+use leasehold::trace::{ReplayInput, TraceFile, replay_input, replay_trace, version_note};
 use leasehold_protocol::Variant;
 use std::path::Path;
 
@@ -59,5 +59,14 @@ pub fn load_run_at(text: &str, path: Option<&Path>) -> Result<RunInputs, String>
         .map_err(|e| format!("line 1: scenario: the embedded scenario is invalid: {e}"))?;
     let variant = trace.header.variant()?;
     note(&trace.header.leasehold_version);
+    // What is told or drawn is the re-run from the header; say so when the
+    // file's records are not that run (an edited or corrupt trace).
+    if let Some(line) = replay_trace(&trace, &scn, variant).diverges_at() {
+        let name = path.map_or_else(|| "the file".to_string(), |p| p.display().to_string());
+        eprintln!(
+            "note: {name} differs from its re-run from line {line} on (`leasehold replay` shows how); \
+             this is the re-run from its header"
+        );
+    }
     Ok((scn, trace.header.seed, variant, None))
 }

@@ -21,7 +21,7 @@ pub struct MergeArgs {
     pub json: bool,
     /// Also check that every seed of A..B is present for each scenario and
     /// variant (all shards reported); a gap exits 1.
-    #[arg(long, value_name = "A..B")]
+    #[arg(long, value_name = "A..B", allow_hyphen_values = true)]
     pub expect_seeds: Option<String>,
     /// Write a JUnit XML report (one test case per scenario and variant).
     #[arg(long, value_name = "FILE")]

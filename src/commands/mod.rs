@@ -84,3 +84,16 @@ pub fn writable_file(path: &Path) -> Result<(), String> {
         std::fs::remove_file(path).map_err(|e| e.to_string())
     }
 }
+
+/// Refuse an output path that is the command's own input: writing it would
+/// destroy what the command reads (`run S --trace S` truncated the scenario).
+pub fn not_the_input(flag: &str, out: &Path, input: &Path) -> Result<(), u8> {
+    match (out.canonicalize(), input.canonicalize()) {
+        (Ok(a), Ok(b)) if a == b => Err(bad_input(format!(
+            "{flag} {}: is the input file {}; write the output elsewhere",
+            out.display(),
+            input.display()
+        ))),
+        _ => Ok(()),
+    }
+}

@@ -1,8 +1,7 @@
 use super::{EXIT_OK, EXIT_VIOLATION, bad_input};
 use leasehold::Scenario;
-use leasehold::simulate;
 use leasehold::trace::{
-    ReplayInput, TraceComparer, TraceEnd, TraceFile, replay_input, version_note,
+    ReplayInput, TraceFile, TraceReplay, replay_input, replay_trace, version_note,
 };
 use std::path::Path;
 
@@ -36,21 +35,17 @@ pub fn replay(path: &Path, json: bool) -> u8 {
     if let Some(note) = version_note(&path.display().to_string(), &trace.header.leasehold_version) {
         eprintln!("{note}");
     }
-    let mut comparer = TraceComparer::new(&trace.records);
-    let outcome = simulate(&scn, trace.header.seed, variant, Some(&mut comparer));
-    comparer.finish();
+    let TraceReplay {
+        outcome,
+        compared,
+        first_divergence,
+        end_difference,
+        end_line,
+    } = replay_trace(&trace, &scn, variant);
     let hash = outcome.trace_hash_hex();
-    // Every record matched: the end line (events, verdict, hash) must too.
-    let end_line = trace.records.len() + 2;
-    let end_difference = if comparer.first_divergence.is_none() {
-        trace.footer.end.first_difference(&TraceEnd::of(&outcome))
-    } else {
-        None
-    };
-    let identical = comparer.first_divergence.is_none() && end_difference.is_none();
+    let identical = first_divergence.is_none() && end_difference.is_none();
     if json {
-        let divergence = comparer
-            .first_divergence
+        let divergence = first_divergence
             .as_ref()
             .map(|(line, expected, actual)| serde_json::json!({"line": line, "expected": expected, "actual": actual}))
             .or_else(|| {
@@ -69,7 +64,7 @@ pub fn replay(path: &Path, json: bool) -> u8 {
                 "identical": identical,
                 "seed": trace.header.seed,
                 "variant": variant.name(),
-                "events_compared": comparer.compared,
+                "events_compared": compared,
                 "trace_hash": hash,
                 "expected_trace_hash": trace.footer.end.trace_hash,
                 "first_divergence": divergence,
@@ -80,13 +75,13 @@ pub fn replay(path: &Path, json: bool) -> u8 {
     } else if identical {
         println!(
             "identical: {} records, the end line and trace hash {} match (seed {}, variant {}, leasehold {} wrote it)",
-            comparer.compared,
+            compared,
             hash,
             trace.header.seed,
             variant.name(),
             trace.header.leasehold_version
         );
-    } else if let Some((line, expected, actual)) = &comparer.first_divergence {
+    } else if let Some((line, expected, actual)) = &first_divergence {
         println!("DIVERGED at line {line} of {}:", path.display());
         println!("  trace:  {expected}");
         println!("  re-run: {actual}");

@@ -24,6 +24,11 @@ pub fn run(
         Ok(inputs) => inputs,
         Err(code) => return code,
     };
+    if let Some(path) = trace
+        && let Err(code) = super::not_the_input("--trace", path, scenario_path)
+    {
+        return code;
+    }
     let mut writer = match trace {
         None => None,
         Some(path) => {

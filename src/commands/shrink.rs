@@ -21,6 +21,11 @@ pub fn run(scenario_path: &Path, seed: u64, variant: &str, out: Option<&Path>, j
         Ok(inputs) => inputs,
         Err(code) => return code,
     };
+    if let Some(out) = out
+        && let Err(code) = super::not_the_input("--out", out, scenario_path)
+    {
+        return code;
+    }
     let f = match shrink(&scn, seed, variant, ShrinkLimits::default()) {
         Ok(r) => r,
         Err(ShrinkError::Passes(message)) => {

@@ -25,7 +25,7 @@ pub struct SweepArgs {
     /// Scenario file (JSON), e.g. scenarios/friday-rush.json
     pub scenario: PathBuf,
     /// Seed range, both ends included: 1..1000 is 1,000 seeds.
-    #[arg(long, value_name = "A..B")]
+    #[arg(long, value_name = "A..B", allow_hyphen_values = true)]
     pub seeds: String,
     /// Protocol variant (see `leasehold variants`).
     #[arg(long, default_value = "correct")]
@@ -41,7 +41,7 @@ pub struct SweepArgs {
     pub jobs: Option<String>,
     /// Sweep only part K of N of the range (seeds dealt round-robin, K from 1);
     /// auto/N takes K from JOB_COMPLETION_INDEX (0-based) as Kubernetes sets it.
-    #[arg(long, value_name = "K/N")]
+    #[arg(long, value_name = "K/N", allow_hyphen_values = true)]
     pub shard: Option<String>,
     /// Append one JSON line per finished seed to FILE, as each finishes.
     #[arg(long, value_name = "FILE")]
@@ -50,7 +50,7 @@ pub struct SweepArgs {
     #[arg(long)]
     pub resume: bool,
     /// Stop handing out seeds after this long (30s, 10m, 1h); running seeds finish.
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub time_budget: Option<String>,
     /// Stop after N failing seeds (the first N in seed order).
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
@@ -62,7 +62,12 @@ pub struct SweepArgs {
     #[arg(long, value_enum, default_value = "auto", value_name = "MODE")]
     pub progress: ProgressMode,
     /// How often plain progress lines are printed.
-    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    #[arg(
+        long,
+        default_value = "10s",
+        value_name = "DURATION",
+        allow_hyphen_values = true
+    )]
     pub progress_every: String,
     /// Shrink every failing seed to a minimal run and write its failure file
     /// (NAME-seedN-VARIANT.failure.json) into --shrink-dir.
@@ -220,6 +225,13 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         Ok(inputs) => inputs,
         Err(code) => return code,
     };
+    for (flag, path) in [("--out", &args.out), ("--junit", &args.junit)] {
+        if let Some(path) = path
+            && let Err(code) = super::not_the_input(flag, path, &args.scenario)
+        {
+            return code;
+        }
+    }
     let context = ResultContext {
         scenario: scn.name().to_string(),
         scenario_hash: scenario_hash(&scn),
