@@ -4,21 +4,13 @@
 //! compared on replay; an empty merge is not a pass.
 
 mod common;
-use common::{leasehold, root};
+use common::{assert_bad_input, leasehold, root, stderr, stdout};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
 const SCENARIO: &str = "scenarios/gc-pause-zombie.json";
 const BUGGY: &str = "no-self-fencing";
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -32,22 +24,6 @@ fn scratch(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-/// Exit 2, one line on stderr that contains every needle, no panic.
-fn assert_bad_input(o: &Output, needles: &[&str]) {
-    let err = stderr(o);
-    assert_eq!(
-        o.status.code(),
-        Some(2),
-        "stdout: {} stderr: {err}",
-        stdout(o)
-    );
-    for needle in needles {
-        assert!(err.contains(needle), "stderr should name {needle:?}: {err}");
-    }
-    assert!(!err.contains("panicked"), "{err}");
-    assert_eq!(err.lines().count(), 1, "one clear line: {err}");
 }
 
 /// The committed shrunk failure of `no-self-fencing` (one pause of worker 6,

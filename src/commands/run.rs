@@ -60,20 +60,10 @@ pub fn run(
     };
     figures.add_run(outcome.events(), outcome.sim_time_us());
     let peak_rss_bytes = measure::peak_rss_bytes();
-    if let (Some(w), Some(path)) = (writer, trace) {
-        let end = TraceEnd {
-            trace_hash: outcome.trace_hash_hex(),
-            events: outcome.events(),
-            ok: outcome.ok(),
-            invariants: outcome
-                .invariants
-                .iter()
-                .map(|i| i.name().to_string())
-                .collect(),
-        };
-        if let Err(e) = w.finish(end) {
-            return bad_input(format!("--trace {}: {e}", path.display()));
-        }
+    if let (Some(w), Some(path)) = (writer, trace)
+        && let Err(e) = w.finish(TraceEnd::of(&outcome))
+    {
+        return bad_input(format!("--trace {}: {e}", path.display()));
     }
     let mut determinism_error = None;
     if check_determinism {

@@ -56,3 +56,28 @@ pub fn all_scenarios() -> Vec<(String, ValidScenario)> {
         })
         .collect()
 }
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The bad-input contract: exit 2, one line on stderr that contains every
+/// needle, no panic.
+pub fn assert_bad_input(o: &Output, needles: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "stdout: {} stderr: {err}",
+        stdout(o)
+    );
+    for needle in needles {
+        assert!(err.contains(needle), "stderr should name {needle:?}: {err}");
+    }
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one clear line: {err}");
+}
