@@ -142,19 +142,7 @@ fn parse_line(line: &str) -> Result<ResultLine, String> {
     }
     let value: serde_json::Value =
         serde_json::from_str(line).map_err(|e| format!("not JSON ({e})"))?;
-    match value.get("format").and_then(|f| f.as_str()) {
-        Some(RESULTS_FORMAT) => {}
-        Some(other) => {
-            return Err(format!(
-                "results format \"{other}\" is not \"{RESULTS_FORMAT}\""
-            ));
-        }
-        None => {
-            return Err(format!(
-                "not a leasehold result (no \"format\": \"{RESULTS_FORMAT}\")"
-            ));
-        }
-    }
+    crate::trace::expect_format(&value, RESULTS_FORMAT, "a leasehold result")?;
     let parsed: ResultLine = crate::trace::from_value_named(&value)
         .map_err(|e| format!("not a leasehold result ({e})"))?;
     if parsed.scenario.trim().is_empty() {
@@ -331,7 +319,7 @@ mod tests {
         let good = line(1, &[]);
         for (bad, expect) in [
             ("{not json".to_string(), "not JSON"),
-            ("{}".to_string(), "no \"format\""),
+            ("{}".to_string(), "format: missing"),
             (good.replace("leasehold-results/1", "other/9"), "is not"),
             (
                 good.replace("\"ok\":true", "\"ok\":false"),

@@ -88,20 +88,7 @@ impl FailureFile {
                 crate::trace::strip_position(&e)
             )
         })?;
-        match value.get("format") {
-            Some(serde_json::Value::String(f)) if f == FAILURE_FORMAT => {}
-            Some(f) => {
-                return Err(format!(
-                    "format: {f} is not \"{FAILURE_FORMAT}\", not a leasehold failure file"
-                ));
-            }
-            None if value.is_object() => {
-                return Err(format!(
-                    "format: missing (a failure file has \"format\": \"{FAILURE_FORMAT}\")"
-                ));
-            }
-            None => return Err("not a JSON object, not a leasehold failure file".into()),
-        }
+        crate::trace::expect_format(&value, FAILURE_FORMAT, "a leasehold failure file")?;
         let f: FailureFile = crate::trace::from_value_named(&value)?;
         let scn = f
             .scenario

@@ -165,19 +165,8 @@ impl TraceFile {
         }
         let first: Value = serde_json::from_str(lines[0])
             .map_err(|e| format!("line 1: not a leasehold trace header (not JSON: {e})"))?;
-        match first.get("format") {
-            Some(Value::String(f)) if f == TRACE_FORMAT => {}
-            Some(f) => {
-                return Err(format!(
-                    "line 1: format: {f} is not \"{TRACE_FORMAT}\", not a leasehold trace"
-                ));
-            }
-            None => {
-                return Err(format!(
-                    "line 1: format: missing (a trace's first line has \"format\": \"{TRACE_FORMAT}\")"
-                ));
-            }
-        }
+        expect_format(&first, TRACE_FORMAT, "a leasehold trace's header")
+            .map_err(|e| format!("line 1: {e}"))?;
         let header: TraceHeader = from_value_named(&first)
             .map_err(|e| format!("line 1: not a leasehold trace header: {e}"))?;
         let last = lines.len();
@@ -307,6 +296,19 @@ pub fn replay_trace(
         first_divergence: comparer.first_divergence,
         end_difference,
         end_line: trace.records.len() + 2,
+    }
+}
+
+/// A file's (or a line's) `"format"` must be `format`; `what` names the
+/// kind of file ("a leasehold trace").
+pub fn expect_format(value: &Value, format: &str, what: &str) -> Result<(), String> {
+    match value.get("format") {
+        Some(Value::String(f)) if f == format => Ok(()),
+        Some(f) => Err(format!("format: {f} is not \"{format}\", not {what}")),
+        None if value.is_object() => Err(format!(
+            "format: missing ({what} has \"format\": \"{format}\")"
+        )),
+        None => Err(format!("not a JSON object, not {what}")),
     }
 }
 
