@@ -148,6 +148,14 @@ fn parse_line(line: &str) -> Result<ResultLine, String> {
     if parsed.scenario.trim().is_empty() {
         return Err("scenario: must not be empty (the scenario's name)".into());
     }
+    // One run's events: summing a million lines of these cannot overflow.
+    if parsed.events > crate::scenario::MAX_EVENT_LIMIT {
+        return Err(format!(
+            "events: {} is more than a run processes (limits.max_events is at most {})",
+            parsed.events,
+            crate::scenario::MAX_EVENT_LIMIT
+        ));
+    }
     crate::trace::known_variant(&parsed.variant)?;
     for (i, name) in parsed.invariants.iter().enumerate() {
         if name != DETERMINISM && Invariant::from_name(name).is_none() {

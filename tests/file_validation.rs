@@ -417,6 +417,11 @@ fn results_lines_with_unknown_values_or_fields_are_refused_by_merge_and_resume()
         ("scenario", json!(""), "line 2: scenario: must not be empty"),
         (
             "events",
+            json!(u64::MAX),
+            "line 2: events: 18446744073709551615 is more than a run processes",
+        ),
+        (
+            "events",
             json!("many"),
             "line 2: not a leasehold result (events: invalid type",
         ),
