@@ -23,6 +23,9 @@ pub const RESULTS_FORMAT: &str = "leasehold-results/1";
 
 /// Lines longer than this are not results (a violation message is short).
 pub const MAX_LINE_BYTES: usize = 1 << 20;
+/// The longest wall time a result line may claim: 10^13 µs (about 115
+/// days), so a merge's sum of a million of them stays far inside a `u64`.
+pub const MAX_WALL_US: u64 = 10_000_000_000_000;
 
 /// One line of a results file. Every field is written, so a reader refuses
 /// any other (`deny_unknown_fields`).
@@ -176,7 +179,48 @@ fn parse_line(line: &str) -> Result<ResultLine, String> {
             parsed.seed, parsed.ok, parsed.invariants
         ));
     }
+    check_written_fields(&parsed)?;
     Ok(parsed)
+}
+
+/// The fields a sweep writes in one shape: the two hashes as 16 lowercase
+/// hex digits (a run that panicked has no trace: `none`), the replay
+/// command for this very seed and variant, a wall time a run can take.
+fn check_written_fields(line: &ResultLine) -> Result<(), String> {
+    let is_hash = |h: &str| {
+        h.len() == 16
+            && h.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    if !is_hash(&line.scenario_hash) {
+        return Err(format!(
+            "scenario_hash: {:?} is not 16 lowercase hex digits",
+            line.scenario_hash
+        ));
+    }
+    if line.trace_hash != "none" && !is_hash(&line.trace_hash) {
+        return Err(format!(
+            "trace_hash: {:?} is not 16 lowercase hex digits (or \"none\")",
+            line.trace_hash
+        ));
+    }
+    let tail = format!(" --seed {} --variant {}", line.seed, line.variant);
+    let replays_this_seed = line.replay.starts_with("leasehold run ")
+        && line.replay.ends_with(&tail)
+        && !line.replay.contains('\n');
+    if !replays_this_seed {
+        return Err(format!(
+            "replay: {:?} is not the command that replays this seed (leasehold run SCENARIO{tail})",
+            line.replay
+        ));
+    }
+    if line.wall_us > MAX_WALL_US {
+        return Err(format!(
+            "wall_us: {} is more than a run's wall time may be ({MAX_WALL_US} µs, about 115 days)",
+            line.wall_us
+        ));
+    }
+    Ok(())
 }
 
 /// Read and parse a results file; errors name the file and the line. A file

@@ -105,7 +105,79 @@ impl FailureFile {
             ));
         }
         check_plan(&f.plan, &scn)?;
+        f.check_sizes()?;
         Ok(f)
+    }
+
+    /// `shrunk` describes the run this file holds (its scenario and plan),
+    /// and `original` is no smaller: shrinking never grows a run.
+    fn check_sizes(&self) -> Result<(), String> {
+        let s = &self.scenario;
+        let holds = [
+            ("faults", self.shrunk.faults, self.plan.len() as u64),
+            (
+                "workers",
+                self.shrunk.workers.into(),
+                s.fleet.workers.into(),
+            ),
+            (
+                "reclaimers",
+                self.shrunk.reclaimers.into(),
+                s.fleet.reclaimers.into(),
+            ),
+            ("tasks", self.shrunk.tasks.into(), s.tasks.total().into()),
+            (
+                "steps",
+                self.shrunk.steps.into(),
+                s.tasks.steps_per_task().into(),
+            ),
+        ];
+        for (name, said, held) in holds {
+            if said != held {
+                return Err(format!(
+                    "shrunk.{name}: {said}, but the file's run has {held}"
+                ));
+            }
+        }
+        let pairs = [
+            ("faults", self.original.faults, self.shrunk.faults),
+            (
+                "workers",
+                self.original.workers.into(),
+                self.shrunk.workers.into(),
+            ),
+            (
+                "reclaimers",
+                self.original.reclaimers.into(),
+                self.shrunk.reclaimers.into(),
+            ),
+            (
+                "tasks",
+                self.original.tasks.into(),
+                self.shrunk.tasks.into(),
+            ),
+            (
+                "steps",
+                self.original.steps.into(),
+                self.shrunk.steps.into(),
+            ),
+            ("events", self.original.events, self.shrunk.events),
+        ];
+        for (name, original, shrunk) in pairs {
+            if original < shrunk {
+                return Err(format!(
+                    "original.{name}: {original} is less than shrunk.{name} ({shrunk}): shrinking never grows a run"
+                ));
+            }
+        }
+        if self.original.events > crate::scenario::MAX_EVENT_LIMIT {
+            return Err(format!(
+                "original.events: {} is more than a run processes (at most {})",
+                self.original.events,
+                crate::scenario::MAX_EVENT_LIMIT
+            ));
+        }
+        Ok(())
     }
 
     /// The embedded scenario, validated (its source is its own JSON text).

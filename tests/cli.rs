@@ -537,6 +537,21 @@ fn an_output_that_is_the_input_is_refused_and_the_input_kept() {
         assert!(stderr(&o).contains("is the input file"), "{}", stderr(&o));
         assert_eq!(std::fs::read(&scenario).unwrap(), original, "{args:?}");
     }
+    // A results file is an input too: of merge, and of a sweep's --resume.
+    let results = dir.join("results.jsonl");
+    let res = results.to_str().unwrap();
+    let o = leasehold(&[
+        "sweep", scn, "--seeds", "1..2", "--out", res, "--junit", res,
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(!results.exists(), "nothing written");
+    let o = leasehold(&["sweep", scn, "--seeds", "1..2", "--out", res]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let written = std::fs::read(&results).unwrap();
+    let o = leasehold(&["merge", res, "--junit", res]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is the input file"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&results).unwrap(), written);
 }
 
 #[cfg(target_os = "linux")]

@@ -130,6 +130,20 @@ fn a_plan_holds_causes_on_the_legs_they_apply_to() {
 }
 
 #[test]
+fn a_failure_file_sizes_describe_its_run_and_never_grow() {
+    let dir = scratch("sizes");
+    let o = replay_failure(&dir, &with(|v| v["shrunk"]["workers"] = json!(1_000_000)));
+    assert_bad_input(&o, &["shrunk.workers: 1000000, but the file's run has"]);
+    let o = replay_failure(&dir, &with(|v| v["original"]["faults"] = json!(0)));
+    assert_bad_input(&o, &["original.faults: 0 is less than shrunk.faults"]);
+    let o = replay_failure(&dir, &with(|v| v["original"]["events"] = json!(u64::MAX)));
+    assert_bad_input(
+        &o,
+        &["original.events: 18446744073709551615 is more than a run"],
+    );
+}
+
+#[test]
 fn plan_entries_refuse_unknown_fields_and_name_bad_ones() {
     let dir = scratch("plan-fields");
     let o = replay_failure(&dir, &with(|v| v["plan"][0]["bogus"] = json!(1)));
@@ -419,6 +433,31 @@ fn results_lines_with_unknown_values_or_fields_are_refused_by_merge_and_resume()
             "events",
             json!(u64::MAX),
             "line 2: events: 18446744073709551615 is more than a run processes",
+        ),
+        (
+            "wall_us",
+            json!(u64::MAX),
+            "line 2: wall_us: 18446744073709551615 is more than",
+        ),
+        (
+            "trace_hash",
+            json!("zzzzzzzzzzzzzzzz"),
+            "line 2: trace_hash: \"zzzzzzzzzzzzzzzz\" is not 16 lowercase hex digits",
+        ),
+        (
+            "scenario_hash",
+            json!(""),
+            "line 2: scenario_hash: \"\" is not 16 lowercase hex digits",
+        ),
+        (
+            "replay",
+            json!("leasehold run x.json --seed 99 --variant no-self-fencing"),
+            "line 2: replay: \"leasehold run x.json --seed 99",
+        ),
+        (
+            "replay",
+            json!("rm -rf /\nleasehold run x --seed 1 --variant no-self-fencing"),
+            "line 2: replay: \"rm -rf /\\nleasehold run",
         ),
         (
             "events",

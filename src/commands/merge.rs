@@ -53,18 +53,27 @@ pub fn merge(args: &MergeArgs) -> u8 {
             Err(e) => return bad_input(format!("--expect-seeds: {e}")),
         },
     };
+    if let Some(junit) = &args.junit {
+        for file in &args.files {
+            if let Err(code) = super::not_the_input("--junit", junit, file) {
+                return code;
+            }
+        }
+    }
     let name = |o: &Origin| format!("{} line {}", args.files[o.file].display(), o.line);
     let mut groups: BTreeMap<(String, String), Group> = BTreeMap::new();
+    // Printed once the merge is known to go ahead: a refusal is one line.
+    let mut notes = Vec::new();
     for (file, path) in args.files.iter().enumerate() {
         let read = match read_results(path) {
             Ok(r) => r,
             Err(e) => return bad_input(e),
         };
         if let Some((line, _)) = read.truncated_tail {
-            eprintln!(
+            notes.push(format!(
                 "note: {} line {line}: ignored a truncated final line (left by a killed sweep)",
                 path.display()
-            );
+            ));
         }
         for (line_number, line) in read.lines {
             let origin = Origin {
@@ -137,6 +146,9 @@ pub fn merge(args: &MergeArgs) -> u8 {
                 ));
             }
         }
+    }
+    for note in notes {
+        eprintln!("{note}");
     }
     let (mut total_seeds, mut total_events, mut total_wall_us) = (0u64, 0u64, 0u64);
     for ((scenario, variant), group) in &groups {

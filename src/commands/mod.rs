@@ -88,8 +88,18 @@ pub fn writable_file(path: &Path) -> Result<(), String> {
 /// Refuse an output path that is the command's own input: writing it would
 /// destroy what the command reads (`run S --trace S` truncated the scenario).
 pub fn not_the_input(flag: &str, out: &Path, input: &Path) -> Result<(), u8> {
-    match (out.canonicalize(), input.canonicalize()) {
-        (Ok(a), Ok(b)) if a == b => Err(bad_input(format!(
+    // A file not written yet is named by its directory's canonical path.
+    let canonical = |p: &Path| {
+        p.canonicalize().ok().or_else(|| {
+            let dir = match p.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            Some(dir.canonicalize().ok()?.join(p.file_name()?))
+        })
+    };
+    match (canonical(out), canonical(input)) {
+        (Some(a), Some(b)) if a == b => Err(bad_input(format!(
             "{flag} {}: is the input file {}; write the output elsewhere",
             out.display(),
             input.display()

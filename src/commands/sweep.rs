@@ -232,6 +232,12 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             return code;
         }
     }
+    // The results file is an input too (--resume reads it).
+    if let (Some(junit), Some(out)) = (&args.junit, &args.out)
+        && let Err(code) = super::not_the_input("--junit", junit, out)
+    {
+        return code;
+    }
     let context = ResultContext {
         scenario: scn.name().to_string(),
         scenario_hash: scenario_hash(&scn),
