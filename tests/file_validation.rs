@@ -242,19 +242,13 @@ fn a_failure_file_of_another_version_replays_with_a_note() {
     assert_eq!(err.lines().count(), 1, "{err}");
 }
 
-/// A trace of seed 1 of gc-pause-zombie under the buggy variant.
-fn trace(dir: &Path) -> (PathBuf, Vec<String>) {
-    let path = dir.join("run.trace.jsonl");
-    let o = leasehold(&[
-        "run",
-        SCENARIO,
-        "--seed",
-        "1",
-        "--variant",
-        BUGGY,
-        "--trace",
-        s(&path),
-    ]);
+/// Run the buggy variant on gc-pause-zombie (it fails: exit 1) with
+/// `flag FILE` writing `file` in `dir`; the file's lines.
+fn written_by(dir: &Path, file: &str, args: &[&str], flag: &str) -> (PathBuf, Vec<String>) {
+    let path = dir.join(file);
+    let mut all = args.to_vec();
+    all.extend(["--variant", BUGGY, flag, s(&path)]);
+    let o = leasehold(&all);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let lines = std::fs::read_to_string(&path)
         .unwrap()
@@ -262,6 +256,16 @@ fn trace(dir: &Path) -> (PathBuf, Vec<String>) {
         .map(str::to_string)
         .collect();
     (path, lines)
+}
+
+/// A trace of seed 1 of gc-pause-zombie under the buggy variant.
+fn trace(dir: &Path) -> (PathBuf, Vec<String>) {
+    written_by(
+        dir,
+        "run.trace.jsonl",
+        &["run", SCENARIO, "--seed", "1"],
+        "--trace",
+    )
 }
 
 fn write_lines(path: &Path, lines: &[String]) {
@@ -369,27 +373,14 @@ fn a_trace_of_another_version_replays_with_a_note_and_bad_headers_are_named() {
     }
 }
 
+/// Results of seeds 1 and 2 of gc-pause-zombie under the buggy variant.
 fn results(dir: &Path) -> (PathBuf, Vec<String>) {
-    let path = dir.join("results.jsonl");
-    let o = leasehold(&[
-        "sweep",
-        SCENARIO,
-        "--seeds",
-        "1..2",
-        "--variant",
-        BUGGY,
+    written_by(
+        dir,
+        "results.jsonl",
+        &["sweep", SCENARIO, "--seeds", "1..2", "--progress", "off"],
         "--out",
-        s(&path),
-        "--progress",
-        "off",
-    ]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let lines = std::fs::read_to_string(&path)
-        .unwrap()
-        .lines()
-        .map(str::to_string)
-        .collect();
-    (path, lines)
+    )
 }
 
 fn resume(path: &Path) -> Output {
