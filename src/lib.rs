@@ -20,6 +20,7 @@ pub mod panic_capture;
 pub mod parallel;
 pub mod results_file;
 pub mod run;
+pub mod run_file;
 pub mod scaled_scenario;
 pub mod scenario;
 pub mod seeds;

@@ -14,7 +14,6 @@
 //! always ends in a newline, because every line is written with its newline.
 
 use crate::lease_job::{DETERMINISM, SeedResult, TimedSeedResult};
-use leasehold_check::Invariant;
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -161,17 +160,7 @@ fn parse_line(line: &str) -> Result<ResultLine, String> {
     }
     crate::trace::known_variant(&parsed.variant)?;
     for (i, name) in parsed.invariants.iter().enumerate() {
-        if name != DETERMINISM && Invariant::from_name(name).is_none() {
-            let known: Vec<&str> = Invariant::ALL
-                .iter()
-                .map(|i| i.name())
-                .chain([DETERMINISM])
-                .collect();
-            return Err(format!(
-                "invariants[{i}]: \"{name}\" is not an invariant; known: {}",
-                known.join(", ")
-            ));
-        }
+        crate::trace::known_invariant(&format!("invariants[{i}]"), name, &[DETERMINISM])?;
     }
     if parsed.ok != parsed.invariants.is_empty() {
         return Err(format!(
@@ -223,20 +212,20 @@ fn check_written_fields(line: &ResultLine) -> Result<(), String> {
     Ok(())
 }
 
-/// Read and parse a results file; errors name the file and the line. A file
-/// with lines of another leasehold version gets one note on stderr (results
-/// of another version may legitimately differ; `merge` and `sweep --resume`
-/// both read through here).
+/// Read and parse a results file; errors name the file and the line.
 pub fn read_results(path: &Path) -> Result<ResultsRead, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let read = parse_results(&text).map_err(|e| format!("{} {e}", path.display()))?;
-    if let Some((line, version)) = &read.other_version
-        && let Some(note) =
-            crate::trace::version_note(&format!("{} line {line}", path.display()), version)
-    {
-        eprintln!("{note}");
+    parse_results(&text).map_err(|e| format!("{} {e}", path.display()))
+}
+
+impl ResultsRead {
+    /// The note for a file with lines of another leasehold version (results
+    /// of another version may legitimately differ): `merge` and `sweep
+    /// --resume` print it once they go ahead, so a refusal stays one line.
+    pub fn version_note(&self, path: &Path) -> Option<String> {
+        let (line, version) = self.other_version.as_ref()?;
+        crate::trace::version_note(&format!("{} line {line}", path.display()), version)
     }
-    Ok(read)
 }
 
 /// Appends result lines to a file, one `write` per line.

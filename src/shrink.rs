@@ -58,12 +58,6 @@ pub struct FailureFile {
     pub candidates_run: u64,
 }
 
-/// Whether `text` is a failure file (rather than a trace): what its
-/// `format` says (see [`crate::trace::replay_input`]).
-pub fn is_failure_file(text: &str) -> bool {
-    crate::trace::replay_input(text) == Ok(crate::trace::ReplayInput::Failure)
-}
-
 /// How long any duration in a plan may be (a pause, a partition, an outage,
 /// a delay, a time to restart, a clock jump either way): 30 simulated days.
 /// Far beyond any run's limits, and small enough that no microsecond
@@ -90,20 +84,9 @@ impl FailureFile {
         })?;
         crate::trace::expect_format(&value, FAILURE_FORMAT, "a leasehold failure file")?;
         let f: FailureFile = crate::trace::from_value_named(&value)?;
-        let scn = f
-            .scenario
-            .clone()
-            .into_valid()
-            .map_err(|e| format!("scenario.{}: {}", e.field, e.message))?;
+        let scn = f.valid_scenario()?;
         f.variant()?;
-        if Invariant::from_name(&f.invariant).is_none() {
-            let known: Vec<&str> = Invariant::ALL.iter().map(|i| i.name()).collect();
-            return Err(format!(
-                "invariant: \"{}\" is not an invariant; known: {}",
-                f.invariant,
-                known.join(", ")
-            ));
-        }
+        crate::trace::known_invariant("invariant", &f.invariant, &[])?;
         check_plan(&f.plan, &scn)?;
         f.check_sizes()?;
         Ok(f)

@@ -251,14 +251,8 @@ impl SweepTest {
             },
             ScenarioSource::Loaded(s) => (*s, PathBuf::from("SCENARIO.json"), true),
         };
-        let Some(variant) = Variant::from_name(&self.variant) else {
-            let known: Vec<&str> = Variant::all().map(|v| v.name()).collect();
-            panic!(
-                "leasehold::SweepTest: unknown variant \"{}\"; known: {}",
-                self.variant,
-                known.join(", ")
-            );
-        };
+        let variant = crate::trace::named_variant("variant", &self.variant)
+            .unwrap_or_else(|e| panic!("leasehold::SweepTest: {e}"));
         let seeds = overrides.seeds.unwrap_or(self.seeds);
         let jobs = overrides.jobs.or(self.jobs).unwrap_or_else(default_jobs);
         let check_determinism = overrides

@@ -9,6 +9,7 @@
 //! version wrote ([`version_note`]).
 
 use crate::run::{LEASEHOLD_VERSION, RunOutcome};
+use leasehold_check::Invariant;
 use leasehold_protocol::{DocKey, DocValue, LeaseEvent, Variant};
 use leasehold_sim::{Observer, Record};
 use serde::de::DeserializeOwned;
@@ -314,13 +315,36 @@ pub fn expect_format(value: &Value, format: &str, what: &str) -> Result<(), Stri
 
 /// A variant named in a file: `variant: unknown variant "x"; known: ...`.
 pub fn known_variant(name: &str) -> Result<Variant, String> {
+    named_variant("variant", name)
+}
+
+/// The variant `name` given as `field` (a file's field or a flag); an
+/// unknown one names the field and lists the known ones.
+pub fn named_variant(field: &str, name: &str) -> Result<Variant, String> {
     Variant::from_name(name).ok_or_else(|| {
         let known: Vec<&str> = Variant::all().map(|v| v.name()).collect();
         format!(
-            "variant: unknown variant \"{name}\"; known: {}",
+            "{field}: unknown variant \"{name}\"; known: {}",
             known.join(", ")
         )
     })
+}
+
+/// An invariant named as `field`; `also` lists names the file may hold
+/// besides the checkers' invariants (a results file's `determinism`).
+pub fn known_invariant(field: &str, name: &str, also: &[&str]) -> Result<(), String> {
+    if Invariant::from_name(name).is_some() || also.contains(&name) {
+        return Ok(());
+    }
+    let known: Vec<&str> = Invariant::ALL
+        .iter()
+        .map(|i| i.name())
+        .chain(also.iter().copied())
+        .collect();
+    Err(format!(
+        "{field}: \"{name}\" is not an invariant; known: {}",
+        known.join(", ")
+    ))
 }
 
 /// One line on stderr's worth: a file written by another leasehold version.

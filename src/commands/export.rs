@@ -17,23 +17,20 @@ pub fn run(file: &Path, format: &str, out: &Path) -> u8 {
     if let Err(e) = super::writable_file(out) {
         return bad_input(format!("--out {}: {e}", out.display()));
     }
-    let text = match std::fs::read_to_string(file) {
-        Ok(t) => t,
-        Err(e) => return bad_input(format!("{}: {e}", file.display())),
+    let run = match super::explain::load(file) {
+        Ok(run) => run,
+        Err(code) => return code,
     };
-    let (scn, seed, variant, plan) = match super::explain::load_run(&text) {
-        Ok(x) => x,
-        Err(e) => return bad_input(format!("{}: {e}", file.display())),
-    };
-    let (tl, outcome) = timeline(&scn, seed, variant, plan);
+    let (scn, variant) = (&run.scn, run.variant);
+    let (tl, outcome) = timeline(scn, run.seed(), variant, run.plan());
     let written = match format {
         "perfetto" => {
-            let value = perfetto(&scn, &tl, &outcome);
+            let value = perfetto(scn, &tl, &outcome);
             std::fs::write(out, serde_json::to_string(&value).expect("json serialises"))
                 .map_err(|e| format!("{}: {e}", out.display()))
         }
         // Its errors name the file already.
-        _ => leasehold::swimlane::write_svg(&scn, &tl, &outcome, out),
+        _ => leasehold::swimlane::write_svg(scn, &tl, &outcome, out),
     };
     if let Err(e) = written {
         return bad_input(format!("--out {e}"));

@@ -69,6 +69,7 @@ pub fn merge(args: &MergeArgs) -> u8 {
             Ok(r) => r,
             Err(e) => return bad_input(e),
         };
+        notes.extend(read.version_note(path));
         if let Some((line, _)) = read.truncated_tail {
             notes.push(format!(
                 "note: {} line {line}: ignored a truncated final line (left by a killed sweep)",

@@ -37,13 +37,7 @@ pub fn load_run_inputs(path: &Path, variant: &str) -> Result<(ValidScenario, Var
 /// A variant name given to `flag`; an unknown one names the flag and lists
 /// the known names.
 pub fn parse_variant(flag: &str, name: &str) -> Result<Variant, u8> {
-    Variant::from_name(name).ok_or_else(|| {
-        let known: Vec<&str> = Variant::all().map(|v| v.name()).collect();
-        bad_input(format!(
-            "{flag}: unknown variant \"{name}\"; known: {}",
-            known.join(", ")
-        ))
-    })
+    leasehold::trace::named_variant(flag, name).map_err(bad_input)
 }
 
 /// Prove `dir` is an existing directory we can write in, before any work

@@ -1,49 +1,35 @@
 use super::{EXIT_OK, EXIT_VIOLATION, bad_input};
-use leasehold::Scenario;
-use leasehold::trace::{
-    ReplayInput, TraceFile, TraceReplay, replay_input, replay_trace, version_note,
-};
+use leasehold::run_file::{ReadRun, RunFile};
+use leasehold::shrink::FailureFile;
+use leasehold::trace::{TraceReplay, replay_trace};
+use leasehold::{ValidScenario, simulate_with_plan};
+use leasehold_protocol::Variant;
 use std::path::Path;
 
 pub fn replay(path: &Path, json: bool) -> u8 {
+    let name = path.display().to_string();
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
-        Err(e) => return bad_input(format!("{}: {e}", path.display())),
+        Err(e) => return bad_input(format!("{name}: {e}")),
     };
-    match replay_input(&text) {
-        Ok(ReplayInput::Failure) => return replay_failure(path, &text, json),
-        Ok(ReplayInput::Trace) => {}
-        Err(e) => return bad_input(format!("{}: {e}", path.display())),
-    }
-    let trace = match TraceFile::parse(&text) {
-        Ok(t) => t,
-        Err(e) => return bad_input(format!("{}: {e}", path.display())),
+    let ReadRun { file, scn, variant } = match ReadRun::read(&text, &name) {
+        Ok(run) => run,
+        Err(e) => return bad_input(format!("{name}: {e}")),
     };
-    let scn = match Scenario::parse(&trace.header.scenario) {
-        Ok(s) => s,
-        Err(e) => {
-            return bad_input(format!(
-                "{}: line 1: scenario: the embedded scenario is invalid: {e}",
-                path.display()
-            ));
-        }
+    let trace = match file {
+        RunFile::Failure(failure) => return replay_failure(&failure, &scn, variant, json),
+        RunFile::Trace(trace) => trace,
     };
-    let variant = match trace.header.variant() {
-        Ok(v) => v,
-        Err(e) => return bad_input(format!("{}: {e}", path.display())),
-    };
-    if let Some(note) = version_note(&path.display().to_string(), &trace.header.leasehold_version) {
-        eprintln!("{note}");
-    }
+    let replayed = replay_trace(&trace, &scn, variant);
+    let identical = replayed.identical();
     let TraceReplay {
         outcome,
         compared,
         first_divergence,
         end_difference,
         end_line,
-    } = replay_trace(&trace, &scn, variant);
+    } = replayed;
     let hash = outcome.trace_hash_hex();
-    let identical = first_divergence.is_none() && end_difference.is_none();
     if json {
         let divergence = first_divergence
             .as_ref()
@@ -105,18 +91,8 @@ pub fn replay(path: &Path, json: bool) -> u8 {
 
 /// Replay a shrunk failure: exit 1 if it still fails the same invariant, 0 if
 /// it no longer reproduces (a fixed bug shows as fixed).
-fn replay_failure(path: &Path, text: &str, json: bool) -> u8 {
-    let failure = match leasehold::shrink::FailureFile::parse(text) {
-        Ok(f) => f,
-        Err(e) => return bad_input(format!("{}: {e}", path.display())),
-    };
-    if let Some(note) = version_note(&path.display().to_string(), &failure.leasehold_version) {
-        eprintln!("{note}");
-    }
-    let outcome = match failure.rerun() {
-        Ok(o) => o,
-        Err(e) => return bad_input(format!("{}: {e}", path.display())),
-    };
+fn replay_failure(failure: &FailureFile, scn: &ValidScenario, variant: Variant, json: bool) -> u8 {
+    let outcome = simulate_with_plan(scn, failure.seed, variant, Some(failure.plan.clone()), None);
     let names: Vec<&str> = outcome.invariants.iter().map(|i| i.name()).collect();
     let reproduced = failure.reproduced_by(&outcome);
     if json {

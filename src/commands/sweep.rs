@@ -146,6 +146,7 @@ fn resumed_lines(
         return Ok(BTreeMap::new());
     }
     let read = read_results(path).map_err(bad_input)?;
+    let note = read.version_note(path);
     let mut done = BTreeMap::new();
     for (number, line) in read.lines {
         if line.scenario != context.scenario || line.variant != context.variant {
@@ -166,6 +167,9 @@ fn resumed_lines(
         if in_shard && checked_enough {
             done.entry(line.seed).or_insert(line);
         }
+    }
+    if let Some(note) = note {
+        eprintln!("{note}");
     }
     Ok(done)
 }

@@ -1,0 +1,77 @@
+//! The files `replay`, `explain` and `export` read: a failure file (from
+//! `shrink`) or a trace (from `run --trace`), told apart by their `format`,
+//! checked, and turned into what re-runs them.
+
+use crate::ValidScenario;
+use crate::scenario::Scenario;
+use crate::shrink::FailureFile;
+use crate::trace::{ReplayInput, TraceFile, replay_input, version_note};
+use leasehold_protocol::Variant;
+use leasehold_sim::FaultPlan;
+
+pub enum RunFile {
+    // Boxed: a failure file carries its whole scenario (1 KiB and more).
+    Failure(Box<FailureFile>),
+    Trace(TraceFile),
+}
+
+/// A run file read and checked: the file, and the scenario and variant that
+/// re-run it.
+pub struct ReadRun {
+    pub file: RunFile,
+    pub scn: ValidScenario,
+    pub variant: Variant,
+}
+
+impl ReadRun {
+    /// Read `text`; errors name the field or line, or say what the file is
+    /// instead. A file another leasehold version wrote gets one note on
+    /// stderr, naming it as `name`.
+    pub fn read(text: &str, name: &str) -> Result<ReadRun, String> {
+        let (read, written_by) = match replay_input(text)? {
+            ReplayInput::Failure => {
+                let f = FailureFile::parse(text)?;
+                let version = f.leasehold_version.clone();
+                let read = ReadRun {
+                    scn: f.valid_scenario()?,
+                    variant: f.variant()?,
+                    file: RunFile::Failure(Box::new(f)),
+                };
+                (read, version)
+            }
+            ReplayInput::Trace => {
+                let t = TraceFile::parse(text)?;
+                let scn = Scenario::parse(&t.header.scenario).map_err(|e| {
+                    format!("line 1: scenario: the embedded scenario is invalid: {e}")
+                })?;
+                let variant = t.header.variant()?;
+                let version = t.header.leasehold_version.clone();
+                let read = ReadRun {
+                    scn,
+                    variant,
+                    file: RunFile::Trace(t),
+                };
+                (read, version)
+            }
+        };
+        if let Some(note) = version_note(name, &written_by) {
+            eprintln!("{note}");
+        }
+        Ok(read)
+    }
+
+    pub fn seed(&self) -> u64 {
+        match &self.file {
+            RunFile::Failure(f) => f.seed,
+            RunFile::Trace(t) => t.header.seed,
+        }
+    }
+
+    /// The failure file's plan; a trace re-runs from its seed's own draw.
+    pub fn plan(&self) -> Option<FaultPlan> {
+        match &self.file {
+            RunFile::Failure(f) => Some(f.plan.clone()),
+            RunFile::Trace(_) => None,
+        }
+    }
+}
