@@ -2,6 +2,7 @@
 //! validated so that every impossible value is named before anything runs.
 
 use crate::fault_model::{FaultsSection, Fleet as FaultFleet};
+use leasehold_check::LivenessBound;
 use leasehold_interface::ServiceId;
 use leasehold_protocol::{HeartbeatMode, ProtocolConfig, Variant};
 use leasehold_sim::{Dedup, ServiceSpec};
@@ -255,15 +256,10 @@ impl Scenario {
     }
 
     pub fn parse(text: &str) -> Result<ValidScenario, ScenarioError> {
-        let scenario: Scenario = serde_json::from_str(text).map_err(|e| {
-            let field = format!("line {} column {}", e.line(), e.column());
-            // serde_json ends its text with the position, named once in front.
-            let text = e.to_string();
-            let message = text
-                .strip_suffix(&format!(" at {field}"))
-                .unwrap_or(&text)
-                .to_string();
-            ScenarioError { field, message }
+        // serde_json ends its text with the position, named once in front.
+        let scenario: Scenario = serde_json::from_str(text).map_err(|e| ScenarioError {
+            field: format!("line {} column {}", e.line(), e.column()),
+            message: crate::trace::strip_position(&e),
         })?;
         let valid = scenario.validate(text.to_string())?;
         valid.scenario.check_stops_after_earliest_deadline()?;
@@ -555,10 +551,8 @@ impl Scenario {
     /// the steps can make it large. Call after the time fields and the
     /// protocol rules are checked: the bound's own sums rely on them.
     fn check_liveness_deadline(&self) -> Result<(), ScenarioError> {
-        let bound = crate::run::liveness_bound(self);
         let tasks = self.tasks.total();
-        let start_ms = self.faults.fault_phase_ms.max(self.tasks.arrival_window_ms);
-        let deadline_us = bound.deadline_us(start_ms * 1_000, tasks);
+        let (bound, deadline_us) = self.liveness_deadline_us(tasks);
         if deadline_us.is_none_or(|d| d > MAX_LIVENESS_DEADLINE_MS * 1_000) {
             return bad(
                 "tasks.count",
@@ -582,10 +576,9 @@ impl Scenario {
     /// verdict. (The worst case, every task pending at the heal, may lie
     /// past the limit: the scaled one-hour runs finish well before it.)
     fn check_stops_after_earliest_deadline(&self) -> Result<(), ScenarioError> {
-        let bound = crate::run::liveness_bound(self);
-        let start_ms = self.faults.fault_phase_ms.max(self.tasks.arrival_window_ms);
-        let earliest_us = bound
-            .deadline_us(start_ms * 1_000, 0)
+        let earliest_us = self
+            .liveness_deadline_us(0)
+            .1
             .expect("below the worst case, checked in validation");
         if earliest_us >= self.limits.max_sim_time_ms * 1_000 {
             return bad(
@@ -600,6 +593,15 @@ impl Scenario {
             );
         }
         Ok(())
+    }
+
+    /// The bound of `run::liveness_bound` and the no-lost-task deadline it
+    /// gives the checker with `unfinished` tasks at the heal (counted from
+    /// the later of the heal and the arrival window); `None` past `u64` µs.
+    fn liveness_deadline_us(&self, unfinished: u32) -> (LivenessBound, Option<u64>) {
+        let bound = crate::run::liveness_bound(self);
+        let start_ms = self.faults.fault_phase_ms.max(self.tasks.arrival_window_ms);
+        (bound, bound.deadline_us(start_ms * 1_000, unfinished))
     }
 
     fn protocol_config_with(

@@ -38,6 +38,21 @@ pub struct RunSize {
     pub events: u64,
 }
 
+impl RunSize {
+    /// Every field by name, in order.
+    fn fields(&self) -> impl Iterator<Item = (&'static str, u64)> {
+        [
+            ("faults", self.faults),
+            ("workers", self.workers.into()),
+            ("reclaimers", self.reclaimers.into()),
+            ("tasks", self.tasks.into()),
+            ("steps", self.steps.into()),
+            ("events", self.events),
+        ]
+        .into_iter()
+    }
+}
+
 /// A minimal failing run, as written by `shrink` and read by `replay`,
 /// `explain` and `export`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -64,10 +79,10 @@ pub struct FailureFile {
 /// arithmetic on it can overflow (a million faults of it still fit an i64).
 pub const MAX_PLAN_DURATION_US: u64 = 30 * 24 * 3_600 * 1_000_000;
 
-/// A generous bound on the messages one node sends in one step (the
-/// protocol's outbox holds at most 4,096 outputs): with `limits.max_events`,
-/// it bounds the message numbers a plan can name.
-pub const MAX_MESSAGES_PER_STEP: u64 = 4_096;
+/// The most messages one node sends in one step (the protocol's outbox holds
+/// at most this many outputs): with `limits.max_events`, it bounds the
+/// message numbers a plan can name.
+pub const MAX_MESSAGES_PER_STEP: u64 = leasehold_protocol::MAX_QUEUED_OUTPUTS as u64;
 
 impl FailureFile {
     /// Read and check a failure file. Errors name the field
@@ -95,58 +110,18 @@ impl FailureFile {
     /// `shrunk` describes the run this file holds (its scenario and plan),
     /// and `original` is no smaller: shrinking never grows a run.
     fn check_sizes(&self) -> Result<(), String> {
-        let s = &self.scenario;
-        let holds = [
-            ("faults", self.shrunk.faults, self.plan.len() as u64),
-            (
-                "workers",
-                self.shrunk.workers.into(),
-                s.fleet.workers.into(),
-            ),
-            (
-                "reclaimers",
-                self.shrunk.reclaimers.into(),
-                s.fleet.reclaimers.into(),
-            ),
-            ("tasks", self.shrunk.tasks.into(), s.tasks.total().into()),
-            (
-                "steps",
-                self.shrunk.steps.into(),
-                s.tasks.steps_per_task().into(),
-            ),
-        ];
-        for (name, said, held) in holds {
-            if said != held {
+        let held = size_of(&self.scenario, &self.plan, self.shrunk.events);
+        let fields = self
+            .original
+            .fields()
+            .zip(self.shrunk.fields())
+            .zip(held.fields());
+        for (((name, original), (_, shrunk)), (_, held)) in fields {
+            if shrunk != held {
                 return Err(format!(
-                    "shrunk.{name}: {said}, but the file's run has {held}"
+                    "shrunk.{name}: {shrunk}, but the file's run has {held}"
                 ));
             }
-        }
-        let pairs = [
-            ("faults", self.original.faults, self.shrunk.faults),
-            (
-                "workers",
-                self.original.workers.into(),
-                self.shrunk.workers.into(),
-            ),
-            (
-                "reclaimers",
-                self.original.reclaimers.into(),
-                self.shrunk.reclaimers.into(),
-            ),
-            (
-                "tasks",
-                self.original.tasks.into(),
-                self.shrunk.tasks.into(),
-            ),
-            (
-                "steps",
-                self.original.steps.into(),
-                self.shrunk.steps.into(),
-            ),
-            ("events", self.original.events, self.shrunk.events),
-        ];
-        for (name, original, shrunk) in pairs {
             if original < shrunk {
                 return Err(format!(
                     "original.{name}: {original} is less than shrunk.{name} ({shrunk}): shrinking never grows a run"
@@ -223,7 +198,7 @@ pub fn check_plan(plan: &FaultPlan, scn: &ValidScenario) -> Result<(), String> {
                 fault.kind()
             ));
         }
-        if let Some(node) = fault_node_mut(&mut { *fault }).map(|n| n.0)
+        if let Some(node) = fault.node().map(|n| n.0)
             && node >= nodes
         {
             return Err(format!(
@@ -389,31 +364,14 @@ struct Shrinker {
     started: Instant,
 }
 
-fn size_of(s: &Scenario, plan: &FaultPlan, outcome: &RunOutcome) -> RunSize {
+fn size_of(s: &Scenario, plan: &FaultPlan, events: u64) -> RunSize {
     RunSize {
         faults: plan.len() as u64,
         workers: s.fleet.workers,
         reclaimers: s.fleet.reclaimers,
         tasks: s.tasks.total(),
         steps: s.tasks.steps_per_task(),
-        events: outcome.events(),
-    }
-}
-
-/// The node a fault concerns, if any.
-fn fault_node_mut(f: &mut Fault) -> Option<&mut NodeId> {
-    match f {
-        Fault::Crash { node, .. }
-        | Fault::CrashAt { node, .. }
-        | Fault::Restart { node, .. }
-        | Fault::Pause { node, .. }
-        | Fault::PauseAt { node, .. }
-        | Fault::Resume { node }
-        | Fault::ClockJump { node, .. }
-        | Fault::Message { node, .. }
-        | Fault::Partition { node, .. }
-        | Fault::PartitionHealed { node, .. } => Some(node),
-        Fault::StoreOutage { .. } | Fault::StoreRecovered { .. } => None,
+        events,
     }
 }
 
@@ -430,7 +388,7 @@ fn remap_plan(
     plan.iter()
         .filter_map(|(f, t)| {
             let mut f = *f;
-            if let Some(node) = fault_node_mut(&mut f) {
+            if let Some(node) = f.node_mut() {
                 *node = if node.0 < workers {
                     NodeId(worker_map(node.0)?)
                 } else {
@@ -912,7 +870,7 @@ pub fn shrink(
         )));
     };
     let invariant = first.invariant;
-    let original = size_of(&scn.scenario, &outcome.plan, &outcome);
+    let original = size_of(&scn.scenario, &outcome.plan, outcome.events());
     // Replay the drawn faults as a plan once: the same run, now with the
     // time each fault struck.
     let replayed = simulate_with_plan(scn, seed, variant, Some(outcome.plan), None);
@@ -973,7 +931,7 @@ pub fn shrink(
         .find(|v| v.invariant == invariant)
         .map(|v| v.message.clone())
         .unwrap_or_default();
-    let shrunk = size_of(&sh.scenario, sh.plan(), &sh.best);
+    let shrunk = size_of(&sh.scenario, sh.plan(), sh.best.events());
     let failure = FailureFile {
         format: FAILURE_FORMAT.to_string(),
         leasehold_version: crate::LEASEHOLD_VERSION.to_string(),

@@ -22,7 +22,7 @@ pub fn chart(kind: &str, out: &Path, format: &str) -> u8 {
         Ok(f) => f,
         Err(e) => return bad_input(format!("--format: {e}")),
     };
-    if let Err(e) = writable_dir(out) {
+    if let Err(e) = create_writable_dir(out) {
         return bad_input(format!("--out {}: {e}", out.display()));
     }
     // Wall time measures the tool; simulated time is inside each run.
@@ -84,7 +84,7 @@ fn emit<C: SweptChart>(
 }
 
 /// Create `dir` if needed and prove we can write in it, before any sweep.
-fn writable_dir(dir: &Path) -> Result<(), String> {
+fn create_writable_dir(dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create the directory: {e}"))?;
     super::writable_dir(dir)
 }

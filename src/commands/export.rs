@@ -11,11 +11,8 @@ pub fn run(file: &Path, format: &str, out: &Path) -> u8 {
         ));
     }
     // Checked before the run is re-simulated and drawn.
-    if let Err(code) = super::not_the_input("--out", out, file) {
+    if let Err(code) = super::output_file("--out", out, &[file]) {
         return code;
-    }
-    if let Err(e) = super::writable_file(out) {
-        return bad_input(format!("--out {}: {e}", out.display()));
     }
     let run = match super::explain::load(file) {
         Ok(run) => run,

@@ -73,9 +73,9 @@ pub fn run(args: HuntArgs<'_>) -> u8 {
     }
     // Checked before the hunt, which may take minutes, not after it.
     if let Some(path) = args.markdown
-        && let Err(e) = super::writable_file(path)
+        && let Err(code) = super::output_file("--markdown", path, &[])
     {
-        return bad_input(format!("--markdown {}: {e}", path.display()));
+        return code;
     }
     let started = Instant::now();
     let results = hunt(&scenarios, &variants, args.budget, args.jobs);

@@ -8,7 +8,7 @@ use leasehold::results_file::{ResultLine, read_results};
 use leasehold::seeds::SeedRange;
 use leasehold::sweep_summary::{SweepSummary, write_junit};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
@@ -54,10 +54,9 @@ pub fn merge(args: &MergeArgs) -> u8 {
         },
     };
     if let Some(junit) = &args.junit {
-        for file in &args.files {
-            if let Err(code) = super::not_the_input("--junit", junit, file) {
-                return code;
-            }
+        let inputs: Vec<&Path> = args.files.iter().map(PathBuf::as_path).collect();
+        if let Err(code) = super::output_file("--junit", junit, &inputs) {
+            return code;
         }
     }
     let name = |o: &Origin| format!("{} line {}", args.files[o.file].display(), o.line);

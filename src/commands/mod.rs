@@ -79,6 +79,15 @@ pub fn writable_file(path: &Path) -> Result<(), String> {
     }
 }
 
+/// Check an output file before the work that fills it: not one of the
+/// command's `inputs`, and writable. Bad input otherwise, naming `flag`.
+pub fn output_file(flag: &str, out: &Path, inputs: &[&Path]) -> Result<(), u8> {
+    for input in inputs {
+        not_the_input(flag, out, input)?;
+    }
+    writable_file(out).map_err(|e| bad_input(format!("{flag} {}: {e}", out.display())))
+}
+
 /// Refuse an output path that is the command's own input: writing it would
 /// destroy what the command reads (`run S --trace S` truncated the scenario).
 pub fn not_the_input(flag: &str, out: &Path, input: &Path) -> Result<(), u8> {

@@ -21,9 +21,12 @@ pub fn run(scenario_path: &Path, seed: u64, variant: &str, out: Option<&Path>, j
         Ok(inputs) => inputs,
         Err(code) => return code,
     };
-    if let Some(out) = out
-        && let Err(code) = super::not_the_input("--out", out, scenario_path)
-    {
+    let out_path = out.map_or_else(
+        || PathBuf::from(failure_file_name(&scn, seed, variant)),
+        Path::to_path_buf,
+    );
+    // Checked before the shrink, which may take two minutes.
+    if let Err(code) = super::output_file("--out", &out_path, &[scenario_path]) {
         return code;
     }
     let f = match shrink(&scn, seed, variant, ShrinkLimits::default()) {
@@ -50,10 +53,6 @@ pub fn run(scenario_path: &Path, seed: u64, variant: &str, out: Option<&Path>, j
         // not a success, and not exit 1 (which means "written").
         Err(ShrinkError::NotReproducible(message)) => return bad_input(message),
     };
-    let out_path = out.map_or_else(
-        || PathBuf::from(failure_file_name(&scn, seed, variant)),
-        Path::to_path_buf,
-    );
     if let Err(e) = write_failure_file(&out_path, &f) {
         return bad_input(format!("--out {}: {e}", out_path.display()));
     }

@@ -229,18 +229,20 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         Ok(inputs) => inputs,
         Err(code) => return code,
     };
-    for (flag, path) in [("--out", &args.out), ("--junit", &args.junit)] {
-        if let Some(path) = path
-            && let Err(code) = super::not_the_input(flag, path, &args.scenario)
-        {
-            return code;
-        }
-    }
-    // The results file is an input too (--resume reads it).
-    if let (Some(junit), Some(out)) = (&args.junit, &args.out)
-        && let Err(code) = super::not_the_input("--junit", junit, out)
+    // --out is opened at once (and read first with --resume); --junit is
+    // written at the end, so it is proved writable now. The results file is
+    // an input too.
+    if let Some(out) = &args.out
+        && let Err(code) = super::not_the_input("--out", out, &args.scenario)
     {
         return code;
+    }
+    if let Some(junit) = &args.junit {
+        let mut inputs = vec![args.scenario.as_path()];
+        inputs.extend(args.out.as_deref());
+        if let Err(code) = super::output_file("--junit", junit, &inputs) {
+            return code;
+        }
     }
     let context = ResultContext {
         scenario: scn.name().to_string(),

@@ -522,8 +522,7 @@ impl LeaseChecker {
         let unfinished = self.cfg.tasks_total - self.done;
         let start_us = time_us.max(self.cfg.last_arrival_ms * 1_000);
         let deadline_us = self.cfg.liveness.deadline_us(start_us, unfinished);
-        assert!(deadline_us.is_some(), "liveness deadline past u64 µs");
-        self.deadline_us = deadline_us;
+        self.deadline_us = Some(deadline_us.expect("liveness deadline past u64 µs"));
     }
 
     /// Judge what can only be judged at the end. Call once, after the run.

@@ -29,6 +29,7 @@ pub use docs::{
     DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId, TaskLeaseDoc, TaskState,
 };
 pub use events::LeaseEvent;
+pub use outbox::MAX_QUEUED_OUTPUTS;
 pub use reclaimer::Reclaimer;
 pub use variant::Variant;
 pub use worker::Worker;

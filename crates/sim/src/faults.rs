@@ -188,6 +188,30 @@ impl Fault {
         )
     }
 
+    /// The node this fault strikes, if it strikes one node.
+    pub fn node(&self) -> Option<NodeId> {
+        // `Fault` is `Copy`: read through the one list of node-bearing kinds.
+        let mut copy = *self;
+        copy.node_mut().copied()
+    }
+
+    /// The node this fault strikes, to move it (a shrunk fleet).
+    pub fn node_mut(&mut self) -> Option<&mut NodeId> {
+        match self {
+            Fault::Crash { node, .. }
+            | Fault::CrashAt { node, .. }
+            | Fault::Restart { node, .. }
+            | Fault::Pause { node, .. }
+            | Fault::PauseAt { node, .. }
+            | Fault::Resume { node }
+            | Fault::ClockJump { node, .. }
+            | Fault::Message { node, .. }
+            | Fault::Partition { node, .. }
+            | Fault::PartitionHealed { node, .. } => Some(node),
+            Fault::StoreOutage { .. } | Fault::StoreRecovered { .. } => None,
+        }
+    }
+
     /// A short kind name, for coverage reports.
     pub fn kind(&self) -> &'static str {
         match self {
