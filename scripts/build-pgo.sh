@@ -53,10 +53,13 @@ if ! has_profdata; then
 fi
 
 host=$(rustc -vV | sed -n 's/^host: //p')
+# Wherever cargo puts builds here (CARGO_TARGET_DIR, a config file).
+target_dir=$(cargo metadata --format-version 1 --no-deps | sed -E 's/.*"target_directory":"([^"]*)".*/\1/')
+[ -d "$target_dir" ] || mkdir -p "$target_dir"
 # cargo-pgo builds for an explicit --target, so its binaries live apart from
 # `cargo build --release`'s.
-built="target/$host/release/leasehold"
-out=target/pgo
+built="$target_dir/$host/release/leasehold"
+out="$target_dir/pgo"
 mkdir -p "$out"
 
 echo "== 1/4 instrumented build"
@@ -102,5 +105,5 @@ if [ -n "$bench" ]; then
     echo "   read run / floor against a plain \`cargo bench\`'s floor)"
     # Apart from a plain `cargo bench`'s target/criterion, so neither is
     # compared against the other's baseline.
-    CRITERION_HOME="$PWD/$out/criterion" cargo pgo optimize bench -- --bench "$bench" --locked
+    CRITERION_HOME="$out/criterion" cargo pgo optimize bench -- --bench "$bench" --locked
 fi
