@@ -18,14 +18,18 @@ cd "$(dirname "$self")/.."
 
 die() { echo "error: $*" >&2; exit 2; }
 
+# The names Cargo.toml declares as [[bench]]: nothing else is a bench.
+benches=$(sed -n '/^\[\[bench\]\]/,/^$/s/^name = "\(.*\)"/\1/p' Cargo.toml | tr '\n' ' ')
+benches=${benches% }
 bench=""
-bench_given=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --bench)
-            [ $# -ge 2 ] || die "--bench needs a bench name (friday_rush, scale)"
-            bench="$2"
-            bench_given=1
+            [ $# -ge 2 ] || die "--bench needs a bench name ($benches)"
+            case " $benches " in
+                *" $2 "*) bench="$2" ;;
+                *) die "--bench: no bench named '$2' (known: $benches)" ;;
+            esac
             shift 2
             ;;
         -h|--help)
@@ -35,15 +39,6 @@ while [ $# -gt 0 ]; do
         *) die "unknown argument '$1' (known: --bench NAME, --help)" ;;
     esac
 done
-# The names Cargo.toml declares as [[bench]]: nothing else is a bench.
-benches=$(sed -n '/^\[\[bench\]\]/,/^$/s/^name = "\(.*\)"/\1/p' Cargo.toml | tr '\n' ' ')
-if [ "$bench_given" = 1 ]; then
-    case " $benches" in
-        *" $bench "*) ;;
-        *) die "--bench: no bench named '$bench' (known: ${benches% })" ;;
-    esac
-fi
-
 command -v cargo >/dev/null || die "cargo is not installed"
 # Pinned, so every machine builds the same way.
 cargo_pgo_version=0.3.0
@@ -115,9 +110,7 @@ echo "built $out/leasehold: friday-rush seeds 1..20 match $golden"
 
 if [ -n "$bench" ]; then
     echo "== bench $bench on the profile (criterion's data in $out/criterion)"
-    # In this build the queue floor measures ~5 % slower than in a plain
-    # one, with or without the bench's own code in the profile (measured:
-    # docs/performance.md), so its run / floor reads low.
+    # Measured in docs/performance.md, whatever the profile.
     echo "   (read run / floor against a plain \`cargo bench\`'s floor: this build's floor runs ~5 % slow)"
     # Apart from a plain `cargo bench`'s target/criterion, so neither is
     # compared against the other's baseline.
