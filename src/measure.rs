@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 use std::alloc::{GlobalAlloc, Layout};
-use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, Ordering};
 
 /// What a batch of runs did and how long it took on the wall clock.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -112,7 +112,7 @@ pub fn fmt_bytes(bytes: u64) -> String {
 /// allocates), unlike RSS, which also counts the binary, stacks and pages the
 /// allocator keeps.
 ///
-/// Counting is off outside `peak_of`: then each allocation pays one relaxed
+/// Counting is off outside `peak_of` and `use_of`: then each allocation pays one relaxed
 /// load, so timed runs are not slowed by the bookkeeping. While on, it counts
 /// net bytes since the start (frees of older memory count negative), so the
 /// peak is what the measured code added at its worst. Meant for one thread
@@ -121,6 +121,20 @@ pub struct CountingAllocator {
     counting: AtomicBool,
     live: AtomicIsize,
     peak: AtomicIsize,
+    allocations: AtomicU64,
+    allocated: AtomicU64,
+}
+
+/// What a piece of code did with the heap (see [`CountingAllocator::use_of`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeapUse {
+    /// The most bytes held at once, beyond what was live at the start.
+    pub peak_bytes: usize,
+    /// Allocations made (`alloc`, `alloc_zeroed`, and each `realloc`).
+    pub allocations: u64,
+    /// Bytes those allocations asked for, in total (a `realloc` counts its
+    /// new size).
+    pub allocated_bytes: u64,
 }
 
 impl CountingAllocator {
@@ -129,19 +143,36 @@ impl CountingAllocator {
             counting: AtomicBool::new(false),
             live: AtomicIsize::new(0),
             peak: AtomicIsize::new(0),
+            allocations: AtomicU64::new(0),
+            allocated: AtomicU64::new(0),
         }
     }
 
     /// Run `f` and return its result with the most heap bytes it held at
     /// once (beyond what was live when it started).
     pub fn peak_of<R>(&self, f: impl FnOnce() -> R) -> (R, usize) {
+        let (result, heap) = self.use_of(f);
+        (result, heap.peak_bytes)
+    }
+
+    /// Run `f` and return its result with what it did with the heap: its
+    /// peak, and how many allocations of how many bytes it made. The counts
+    /// are a pure function of the code run, so tests can bound them (a
+    /// per-event allocation that grows with history shows here).
+    pub fn use_of<R>(&self, f: impl FnOnce() -> R) -> (R, HeapUse) {
         self.live.store(0, Ordering::Relaxed);
         self.peak.store(0, Ordering::Relaxed);
+        self.allocations.store(0, Ordering::Relaxed);
+        self.allocated.store(0, Ordering::Relaxed);
         self.counting.store(true, Ordering::SeqCst);
         let result = f();
         self.counting.store(false, Ordering::SeqCst);
-        let peak = self.peak.load(Ordering::Relaxed).max(0) as usize;
-        (result, peak)
+        let heap = HeapUse {
+            peak_bytes: self.peak.load(Ordering::Relaxed).max(0) as usize,
+            allocations: self.allocations.load(Ordering::Relaxed),
+            allocated_bytes: self.allocated.load(Ordering::Relaxed),
+        };
+        (result, heap)
     }
 
     #[inline]
@@ -149,6 +180,8 @@ impl CountingAllocator {
         if self.counting.load(Ordering::Relaxed) {
             let live = self.live.fetch_add(bytes as isize, Ordering::Relaxed) + bytes as isize;
             self.peak.fetch_max(live, Ordering::Relaxed);
+            self.allocations.fetch_add(1, Ordering::Relaxed);
+            self.allocated.fetch_add(bytes as u64, Ordering::Relaxed);
         }
     }
 

@@ -1,0 +1,222 @@
+//! The work per event stays flat as the fleet grows (issue 8): no scan that
+//! grows with the whole store per heartbeat, no per-event allocation that
+//! grows with history, no herd whose events per worker grow with the fleet.
+//!
+//! Wall time is never measured here (that is the benches' job). These are
+//! counts, pure functions of the run: events, heap allocations and bytes
+//! (a counting allocator, this test binary's global allocator), documents
+//! the store returned to scans, and the heap peak. One simulated hour of
+//! friday-rush resized to 10, 100 and 1,000 workers (the scale bench's
+//! scenarios), seed 1; each figure per event (or per task, or per worker
+//! and simulated second) must stay within a bound of its smallest value
+//! across the sizes.
+//!
+//! The allocator's counters are global: a second test thread allocating
+//! while a run is measured would be counted with it, so the tests that
+//! measure runs take turns (`MEASURING`).
+
+use leasehold::measure::{CountingAllocator, HeapUse};
+use leasehold::run::ExtraObserver;
+use leasehold::scaled_scenario::one_hour_fleet;
+use leasehold::{ValidScenario, simulate};
+use leasehold_protocol::Variant;
+use leasehold_protocol::docs::{DocKey, DocValue};
+use leasehold_protocol::events::LeaseEvent;
+use leasehold_sim::record::{Observer, Record, RecordKind};
+use std::hint::black_box;
+use std::sync::Mutex;
+
+#[global_allocator]
+static HEAP: CountingAllocator = CountingAllocator::new();
+
+static MEASURING: Mutex<()> = Mutex::new(());
+
+const SEED: u64 = 1;
+const FLEETS: [u32; 3] = [10, 100, 1_000];
+
+/// What one run did, counted.
+#[derive(Clone, Copy, Debug)]
+struct Work {
+    workers: u32,
+    tasks: u32,
+    events: u64,
+    sim_time_s: f64,
+    heap: HeapUse,
+    docs_scanned: u64,
+}
+
+/// One per-unit figure, and the most it may grow from its smallest value
+/// across the fleet sizes.
+struct Figure {
+    name: &'static str,
+    of: fn(&Work) -> f64,
+    max_growth: f64,
+}
+
+/// The bounds leave room for what legitimately changes with the size (the
+/// fault mix the seed draws, a deeper queue and store), not for a term
+/// that grows with the fleet or the history: such a term multiplies a
+/// figure by ~10 per step of the sizes here.
+const FIGURES: [Figure; 5] = [
+    Figure {
+        name: "heap allocations per event",
+        of: |w| w.heap.allocations as f64 / w.events as f64,
+        max_growth: 1.5,
+    },
+    Figure {
+        name: "heap bytes allocated per event",
+        of: |w| w.heap.allocated_bytes as f64 / w.events as f64,
+        max_growth: 1.5,
+    },
+    Figure {
+        name: "documents scanned per event",
+        of: |w| w.docs_scanned as f64 / w.events as f64,
+        max_growth: 1.5,
+    },
+    Figure {
+        name: "events per worker per simulated second",
+        of: |w| w.events as f64 / w.workers as f64 / w.sim_time_s,
+        max_growth: 1.5,
+    },
+    Figure {
+        name: "peak heap bytes per task",
+        of: |w| w.heap.peak_bytes as f64 / w.tasks as f64,
+        max_growth: 1.5,
+    },
+];
+
+fn measure(scn: &ValidScenario, workers: u32, extra: Option<ExtraObserver<'_>>) -> Work {
+    let (outcome, heap) = HEAP.use_of(|| simulate(scn, SEED, Variant::Correct, extra));
+    assert!(
+        outcome.ok(),
+        "{} seed {SEED} failed: {:?}",
+        scn.name(),
+        outcome.violations.first()
+    );
+    let stats = outcome.stats.as_ref().expect("a healthy run has stats");
+    Work {
+        workers,
+        tasks: outcome.tasks_total,
+        events: stats.events,
+        sim_time_s: stats.sim_time_us as f64 / 1e6,
+        heap,
+        docs_scanned: stats.store.docs_returned_by_scans,
+    }
+}
+
+/// How much a figure grew with the fleet: the largest ratio of its value at
+/// a fleet to its value at a smaller one (below 1 when it only fell, as
+/// fixed costs spread over more tasks do).
+fn growth(values: &[f64]) -> f64 {
+    let mut most = 0.0f64;
+    for (i, small) in values.iter().enumerate() {
+        for large in &values[i + 1..] {
+            most = most.max(large / small);
+        }
+    }
+    most
+}
+
+/// The figures that grew past their bound across `runs` (in fleet order),
+/// one line each.
+fn growth_beyond_bounds(runs: &[Work]) -> Vec<String> {
+    assert!(runs.is_sorted_by_key(|w| w.workers) && runs.len() >= 2);
+    let mut over = Vec::new();
+    for figure in &FIGURES {
+        let values: Vec<f64> = runs.iter().map(figure.of).collect();
+        assert!(
+            values.iter().all(|v| v.is_finite() && *v > 0.0),
+            "{}: {values:?}",
+            figure.name
+        );
+        let growth = growth(&values);
+        println!(
+            "{:<40} {}  growth {growth:.2} (bound {})",
+            figure.name,
+            runs.iter()
+                .zip(&values)
+                .map(|(w, v)| format!("{} workers: {v:>10.3}", w.workers))
+                .collect::<Vec<_>>()
+                .join(", "),
+            figure.max_growth
+        );
+        if growth > figure.max_growth {
+            over.push(format!(
+                "{} grew {growth:.2}x across fleets of {:?} workers (bound {}x): {values:?}",
+                figure.name,
+                runs.iter().map(|w| w.workers).collect::<Vec<_>>(),
+                figure.max_growth
+            ));
+        }
+    }
+    over
+}
+
+/// Fleets of `sizes` workers, measured one after another.
+fn measure_fleets(
+    sizes: &[u32],
+    mut extra: impl FnMut() -> Option<Box<LeakyObserver>>,
+) -> Vec<Work> {
+    sizes
+        .iter()
+        .map(|&workers| {
+            let scn = one_hour_fleet(workers).expect("scaled scenarios are valid");
+            let mut observer = extra();
+            let extra = observer.as_deref_mut().map(|o| o as ExtraObserver<'_>);
+            measure(&scn, workers, extra)
+        })
+        .collect()
+}
+
+#[test]
+fn work_per_event_stays_flat_from_10_to_1000_workers() {
+    let _turn = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let runs = measure_fleets(&FLEETS, || None);
+    for w in &runs {
+        println!("{w:?}");
+    }
+    let over = growth_beyond_bounds(&runs);
+    assert!(over.is_empty(), "{}", over.join("\n"));
+}
+
+/// A deliberately broken observer riding along in the run: on every record
+/// it copies a table with one entry per node, a per-event allocation that
+/// grows with the fleet (the kind of mistake this file is here to catch).
+#[derive(Default)]
+struct LeakyObserver {
+    last_step_us: Vec<u64>,
+}
+
+impl Observer<DocKey, DocValue, LeaseEvent> for LeakyObserver {
+    fn record(&mut self, record: &Record<'_, DocKey, DocValue, LeaseEvent>) {
+        if let RecordKind::Step { node, .. } = record.kind {
+            if self.last_step_us.len() <= node.index() {
+                self.last_step_us.resize(node.index() + 1, 0);
+            }
+            self.last_step_us[node.index()] = record.time_us;
+        }
+        black_box(self.last_step_us.clone());
+    }
+}
+
+#[test]
+fn a_per_event_allocation_that_grows_with_the_fleet_is_caught() {
+    let _turn = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let runs = measure_fleets(&FLEETS[..2], || Some(Box::default()));
+    let over = growth_beyond_bounds(&runs);
+    assert_eq!(over.len(), 1, "{over:?}");
+    assert!(
+        over[0].starts_with("heap bytes allocated per event grew"),
+        "{over:?}"
+    );
+}
+
+#[test]
+fn growth_is_the_largest_rise_from_a_smaller_fleet() {
+    let _turn = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    assert_eq!(growth(&[1.0, 1.0, 1.0]), 1.0);
+    // Falling figures (fixed costs spread thinner) do not count as growth.
+    assert_eq!(growth(&[4.0, 2.0, 1.0]), 0.5);
+    assert_eq!(growth(&[2.0, 1.0, 3.0]), 3.0);
+    assert_eq!(growth(&[1.0, 3.0, 2.0]), 3.0);
+}
