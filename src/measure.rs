@@ -6,7 +6,8 @@
 
 use serde::Serialize;
 use std::alloc::{GlobalAlloc, Layout};
-use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
 
 /// What a batch of runs did and how long it took on the wall clock.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -106,23 +107,32 @@ pub fn fmt_bytes(bytes: u64) -> String {
     }
 }
 
-/// A global allocator that can measure the heap high-water mark of a piece
-/// of code, for benches: install it with `#[global_allocator]` and wrap a run
-/// in [`CountingAllocator::peak_of`]. Exact for heap memory (what a run
-/// allocates), unlike RSS, which also counts the binary, stacks and pages the
-/// allocator keeps.
+/// A global allocator that can measure what a piece of code does with the
+/// heap, for benches and tests: install it with `#[global_allocator]` and
+/// wrap a run in [`CountingAllocator::peak_of`] (the high-water mark) or
+/// [`CountingAllocator::use_of`] (that, and allocations made). Exact for
+/// heap memory (what a run allocates), unlike RSS, which also counts the
+/// binary, stacks and pages the allocator keeps.
 ///
-/// Counting is off outside `peak_of` and `use_of`: then each allocation pays one relaxed
-/// load, so timed runs are not slowed by the bookkeeping. While on, it counts
-/// net bytes since the start (frees of older memory count negative), so the
-/// peak is what the measured code added at its worst. Meant for one thread
-/// at a time.
+/// Counting is on only inside `peak_of` and `use_of`, and only for the
+/// thread that called them (a run is single-threaded; a test harness's
+/// own threads stay out of the figures). Otherwise each allocation pays
+/// one thread-local load, so timed runs are not slowed by the bookkeeping.
+/// While on, it counts net bytes since the start (frees of older memory
+/// count negative), so the peak is what the measured code added at its
+/// worst. One measurement at a time: the counters are shared.
 pub struct CountingAllocator {
-    counting: AtomicBool,
     live: AtomicIsize,
     peak: AtomicIsize,
     allocations: AtomicU64,
     allocated: AtomicU64,
+}
+
+thread_local! {
+    /// Whether this thread's allocations are counted. Constant-initialised
+    /// and without a destructor, so reading it never allocates (it is read
+    /// inside the allocator) and works while a thread exits.
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
 }
 
 /// What a piece of code did with the heap (see [`CountingAllocator::use_of`]).
@@ -140,7 +150,6 @@ pub struct HeapUse {
 impl CountingAllocator {
     pub const fn new() -> CountingAllocator {
         CountingAllocator {
-            counting: AtomicBool::new(false),
             live: AtomicIsize::new(0),
             peak: AtomicIsize::new(0),
             allocations: AtomicU64::new(0),
@@ -164,9 +173,10 @@ impl CountingAllocator {
         self.peak.store(0, Ordering::Relaxed);
         self.allocations.store(0, Ordering::Relaxed);
         self.allocated.store(0, Ordering::Relaxed);
-        self.counting.store(true, Ordering::SeqCst);
+        assert!(!COUNTING.get(), "one measurement at a time");
+        COUNTING.set(true);
         let result = f();
-        self.counting.store(false, Ordering::SeqCst);
+        COUNTING.set(false);
         let heap = HeapUse {
             peak_bytes: self.peak.load(Ordering::Relaxed).max(0) as usize,
             allocations: self.allocations.load(Ordering::Relaxed),
@@ -177,7 +187,7 @@ impl CountingAllocator {
 
     #[inline]
     fn added(&self, bytes: usize) {
-        if self.counting.load(Ordering::Relaxed) {
+        if COUNTING.get() {
             let live = self.live.fetch_add(bytes as isize, Ordering::Relaxed) + bytes as isize;
             self.peak.fetch_max(live, Ordering::Relaxed);
             self.allocations.fetch_add(1, Ordering::Relaxed);
@@ -187,7 +197,7 @@ impl CountingAllocator {
 
     #[inline]
     fn removed(&self, bytes: usize) {
-        if self.counting.load(Ordering::Relaxed) {
+        if COUNTING.get() {
             self.live.fetch_sub(bytes as isize, Ordering::Relaxed);
         }
     }
@@ -286,13 +296,13 @@ mod tests {
     }
 
     #[test]
-    fn the_counting_allocator_tracks_a_high_water_mark() {
+    fn the_counting_allocator_tracks_a_high_water_mark_and_allocations() {
         let a = CountingAllocator::new();
         let layout = Layout::from_size_align(4096, 8).unwrap();
         // Not counting: nothing recorded.
         // SAFETY: a valid non-zero layout, freed with the same layout.
         unsafe { a.dealloc(a.alloc(layout), layout) };
-        let ((), peak) = a.peak_of(|| {
+        let ((), heap) = a.use_of(|| {
             // SAFETY: valid layouts; each block is freed with its own.
             unsafe {
                 let p = a.alloc(layout);
@@ -303,9 +313,25 @@ mod tests {
                 let r = a.alloc(layout);
                 a.dealloc(r, layout);
             }
+            // Another thread's allocations are not the measured code's.
+            std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    // SAFETY: as above.
+                    unsafe { a.dealloc(a.alloc(layout), layout) };
+                });
+            });
         });
-        assert_eq!(peak, 4096 + 8192);
-        let ((), none) = a.peak_of(|| ());
-        assert_eq!(none, 0);
+        assert_eq!(
+            heap,
+            HeapUse {
+                peak_bytes: 4096 + 8192,
+                allocations: 3,
+                allocated_bytes: 4096 + 8192 + 4096,
+            }
+        );
+        let ((), peak) = a.peak_of(|| ());
+        assert_eq!(peak, 0);
+        let ((), none) = a.use_of(|| ());
+        assert_eq!(none, HeapUse::default());
     }
 }
