@@ -174,9 +174,17 @@ impl CountingAllocator {
         self.allocations.store(0, Ordering::Relaxed);
         self.allocated.store(0, Ordering::Relaxed);
         assert!(!COUNTING.get(), "one measurement at a time");
+        /// Stops counting however `f` ends, a panic included.
+        struct StopCounting;
+        impl Drop for StopCounting {
+            fn drop(&mut self) {
+                COUNTING.set(false);
+            }
+        }
         COUNTING.set(true);
+        let stop = StopCounting;
         let result = f();
-        COUNTING.set(false);
+        drop(stop);
         let heap = HeapUse {
             peak_bytes: self.peak.load(Ordering::Relaxed).max(0) as usize,
             allocations: self.allocations.load(Ordering::Relaxed),
