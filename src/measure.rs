@@ -169,11 +169,13 @@ impl CountingAllocator {
     /// are a pure function of the code run, so tests can bound them (a
     /// per-event allocation that grows with history shows here).
     pub fn use_of<R>(&self, f: impl FnOnce() -> R) -> (R, HeapUse) {
+        // Before the counters are reset: a nested call must not clobber
+        // the measurement it is inside.
+        assert!(!COUNTING.get(), "one measurement at a time");
         self.live.store(0, Ordering::Relaxed);
         self.peak.store(0, Ordering::Relaxed);
         self.allocations.store(0, Ordering::Relaxed);
         self.allocated.store(0, Ordering::Relaxed);
-        assert!(!COUNTING.get(), "one measurement at a time");
         /// Stops counting however `f` ends, a panic included.
         struct StopCounting;
         impl Drop for StopCounting {
