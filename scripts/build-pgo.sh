@@ -33,7 +33,8 @@ while [ $# -gt 0 ]; do
             shift 2
             ;;
         -h|--help)
-            sed -n '2,14p' "$self" | sed 's/^# \{0,1\}//'
+            # The header comment: from line 2 up to the first line of code.
+            sed -n '2,/^[^#]/p' "$self" | sed '$d' | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         *) die "unknown argument '$1' (known: --bench NAME, --help)" ;;
@@ -56,6 +57,8 @@ if [ ! -x "$profdata" ]; then
     echo "== installing the toolchain's llvm-tools (llvm-profdata)"
     rustup component add llvm-tools ||
         die "llvm-profdata not found at $profdata, and rustup could not add llvm-tools"
+    # Not where expected: cargo-pgo would quietly take another one.
+    [ -x "$profdata" ] || die "rustup added llvm-tools, but $profdata is still missing"
 fi
 # Wherever cargo puts builds here (CARGO_TARGET_DIR, a config file).
 target_dir=$(cargo metadata --format-version 1 --no-deps | sed -nE 's/.*"target_directory":"([^"]*)".*/\1/p')

@@ -8,6 +8,7 @@ use serde::Serialize;
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 /// What a batch of runs did and how long it took on the wall clock.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -120,8 +121,12 @@ pub fn fmt_bytes(bytes: u64) -> String {
 /// one thread-local load, so timed runs are not slowed by the bookkeeping.
 /// While on, it counts net bytes since the start (frees of older memory
 /// count negative), so the peak is what the measured code added at its
-/// worst. One measurement at a time: the counters are shared.
+/// worst. The counters are shared, so measurements on different threads
+/// take turns (a lock in `use_of`), and a nested one panics.
 pub struct CountingAllocator {
+    /// Held for the whole of one measurement. A futex lock: taking it
+    /// does not allocate.
+    turn: Mutex<()>,
     live: AtomicIsize,
     peak: AtomicIsize,
     allocations: AtomicU64,
@@ -138,7 +143,9 @@ thread_local! {
 /// What a piece of code did with the heap (see [`CountingAllocator::use_of`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HeapUse {
-    /// The most bytes held at once, beyond what was live at the start.
+    /// The most bytes held at once, beyond what was live at the start. A
+    /// `realloc` counts its new block before it frees the old one, so a
+    /// resize in place overstates the peak by the old size: an upper bound.
     pub peak_bytes: usize,
     /// Allocations made (`alloc`, `alloc_zeroed`, and each `realloc`).
     pub allocations: u64,
@@ -150,6 +157,7 @@ pub struct HeapUse {
 impl CountingAllocator {
     pub const fn new() -> CountingAllocator {
         CountingAllocator {
+            turn: Mutex::new(()),
             live: AtomicIsize::new(0),
             peak: AtomicIsize::new(0),
             allocations: AtomicU64::new(0),
@@ -172,6 +180,9 @@ impl CountingAllocator {
         // Before the counters are reset: a nested call must not clobber
         // the measurement it is inside.
         assert!(!COUNTING.get(), "one measurement at a time");
+        // A measurement that panicked released the lock and its counters
+        // are reset below: the poison carries nothing.
+        let _turn = self.turn.lock().unwrap_or_else(PoisonError::into_inner);
         self.live.store(0, Ordering::Relaxed);
         self.peak.store(0, Ordering::Relaxed);
         self.allocations.store(0, Ordering::Relaxed);
@@ -343,5 +354,39 @@ mod tests {
         assert_eq!(peak, 0);
         let ((), none) = a.use_of(|| ());
         assert_eq!(none, HeapUse::default());
+    }
+
+    #[test]
+    fn a_measurement_that_panics_stops_counting_and_frees_its_turn() {
+        let a = CountingAllocator::new();
+        let layout = Layout::from_size_align(64, 8).unwrap();
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            a.use_of(|| panic!("the measured code fails"))
+        }));
+        assert!(caught.is_err());
+        // Not counting any more: an allocation now is nobody's.
+        assert!(!COUNTING.get());
+        // SAFETY: a valid non-zero layout, freed with the same layout.
+        unsafe { a.dealloc(a.alloc(layout), layout) };
+        // And the next measurement is neither nested nor locked out.
+        let ((), heap) = a.use_of(|| {
+            // SAFETY: as above.
+            unsafe { a.dealloc(a.alloc(layout), layout) };
+        });
+        assert_eq!(
+            heap,
+            HeapUse {
+                peak_bytes: 64,
+                allocations: 1,
+                allocated_bytes: 64,
+            }
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "one measurement at a time")]
+    fn a_nested_measurement_panics() {
+        let a = CountingAllocator::new();
+        a.use_of(|| a.use_of(|| ()));
     }
 }

@@ -18,8 +18,8 @@
 //! which raises events per worker-second, is a 10,000-worker effect and
 //! does not show by 1,000: see docs/performance.md.)
 //!
-//! The allocator's counters are shared: the tests that measure runs take
-//! turns (`MEASURING`).
+//! The allocator's counters are shared: measurements on the test harness's
+//! threads take turns inside `CountingAllocator::use_of`.
 
 use leasehold::measure::{CountingAllocator, HeapUse};
 use leasehold::run::ExtraObserver;
@@ -30,12 +30,9 @@ use leasehold_protocol::docs::{DocKey, DocValue};
 use leasehold_protocol::events::LeaseEvent;
 use leasehold_sim::record::{Observer, Record, RecordKind};
 use std::hint::black_box;
-use std::sync::Mutex;
 
 #[global_allocator]
 static HEAP: CountingAllocator = CountingAllocator::new();
-
-static MEASURING: Mutex<()> = Mutex::new(());
 
 const SEED: u64 = 1;
 const FLEETS: [u32; 3] = [10, 100, 1_000];
@@ -89,7 +86,7 @@ const FIGURES: [Figure; 5] = [
     },
 ];
 
-fn measure(scn: &ValidScenario, workers: u32, extra: Option<ExtraObserver<'_>>) -> Work {
+fn measure(scn: &ValidScenario, extra: Option<ExtraObserver<'_>>) -> Work {
     let (outcome, heap) = HEAP.use_of(|| simulate(scn, SEED, Variant::Correct, extra));
     assert!(
         outcome.ok(),
@@ -99,7 +96,7 @@ fn measure(scn: &ValidScenario, workers: u32, extra: Option<ExtraObserver<'_>>) 
     );
     let stats = outcome.stats.as_ref().expect("a healthy run has stats");
     Work {
-        workers,
+        workers: scn.scenario.fleet.workers,
         tasks: outcome.tasks_total,
         events: stats.events,
         sim_time_s: stats.sim_time_us as f64 / 1e6,
@@ -164,14 +161,13 @@ fn measure_fleets(sizes: &[u32], mistake: Option<Mistake>) -> Vec<Work> {
             let scn = one_hour_fleet(workers).expect("scaled scenarios are valid");
             let mut observer = mistake.map(BrokenObserver::new);
             let extra = observer.as_mut().map(|o| o as ExtraObserver<'_>);
-            measure(&scn, workers, extra)
+            measure(&scn, extra)
         })
         .collect()
 }
 
 #[test]
 fn work_per_event_stays_flat_from_10_to_1000_workers() {
-    let _turn = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     let runs = measure_fleets(&FLEETS, None);
     for w in &runs {
         println!("{w:?}");
@@ -233,7 +229,6 @@ impl Observer<DocKey, DocValue, LeaseEvent> for BrokenObserver {
 /// The figures a guard over 10 and 100 workers reports when a broken
 /// observer makes `mistake`.
 fn figures_caught(mistake: Mistake) -> Vec<&'static str> {
-    let _turn = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     let over = rises_beyond_bound(&measure_fleets(&FLEETS[..2], Some(mistake)));
     over.iter().map(|(name, _)| *name).collect()
 }
