@@ -158,7 +158,7 @@ fn parse_line(line: &str) -> Result<ResultLine, String> {
             crate::scenario::MAX_EVENT_LIMIT
         ));
     }
-    crate::trace::known_variant(&parsed.variant)?;
+    crate::trace::named_variant("variant", &parsed.variant)?;
     for (i, name) in parsed.invariants.iter().enumerate() {
         crate::trace::known_invariant(&format!("invariants[{i}]"), name, &[DETERMINISM])?;
     }

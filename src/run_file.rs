@@ -25,39 +25,39 @@ pub struct ReadRun {
 
 impl ReadRun {
     /// Read `text`; errors name the field or line, or say what the file is
-    /// instead. A file another leasehold version wrote gets one note on
-    /// stderr, naming it as `name`.
-    pub fn read(text: &str, name: &str) -> Result<ReadRun, String> {
-        let (read, written_by) = match replay_input(text)? {
+    /// instead.
+    pub fn read(text: &str) -> Result<ReadRun, String> {
+        Ok(match replay_input(text)? {
             ReplayInput::Failure => {
-                let f = FailureFile::parse(text)?;
-                let version = f.leasehold_version.clone();
-                let read = ReadRun {
-                    scn: f.valid_scenario()?,
-                    variant: f.variant()?,
+                let (f, scn, variant) = FailureFile::parse_checked(text)?;
+                ReadRun {
+                    scn,
+                    variant,
                     file: RunFile::Failure(Box::new(f)),
-                };
-                (read, version)
+                }
             }
             ReplayInput::Trace => {
                 let t = TraceFile::parse(text)?;
                 let scn = Scenario::parse(&t.header.scenario).map_err(|e| {
                     format!("line 1: scenario: the embedded scenario is invalid: {e}")
                 })?;
-                let variant = t.header.variant()?;
-                let version = t.header.leasehold_version.clone();
-                let read = ReadRun {
+                ReadRun {
                     scn,
-                    variant,
+                    variant: t.header.variant()?,
                     file: RunFile::Trace(t),
-                };
-                (read, version)
+                }
             }
+        })
+    }
+
+    /// The note for a file another leasehold version wrote, naming it as
+    /// `name`; the command prints it once it goes ahead.
+    pub fn version_note(&self, name: &str) -> Option<String> {
+        let written_by = match &self.file {
+            RunFile::Failure(f) => &f.leasehold_version,
+            RunFile::Trace(t) => &t.header.leasehold_version,
         };
-        if let Some(note) = version_note(name, &written_by) {
-            eprintln!("{note}");
-        }
-        Ok(read)
+        version_note(name, written_by)
     }
 
     pub fn seed(&self) -> u64 {

@@ -89,6 +89,12 @@ impl FailureFile {
     /// (`plan[0].node: ...`, `variant: ...`, `format: ...`); the plan is
     /// checked against the embedded scenario.
     pub fn parse(text: &str) -> Result<FailureFile, String> {
+        FailureFile::parse_checked(text).map(|(f, _, _)| f)
+    }
+
+    /// [`FailureFile::parse`], keeping the validated scenario and the
+    /// variant the checks built, for a caller that re-runs the file.
+    pub fn parse_checked(text: &str) -> Result<(FailureFile, ValidScenario, Variant), String> {
         let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
             format!(
                 "line {} column {}: not a leasehold failure file (not JSON: {})",
@@ -100,16 +106,20 @@ impl FailureFile {
         crate::trace::expect_format(&value, FAILURE_FORMAT, "a leasehold failure file")?;
         let f: FailureFile = crate::trace::from_value_named(&value)?;
         let scn = f.valid_scenario()?;
-        f.variant()?;
+        let variant = f.variant()?;
         crate::trace::known_invariant("invariant", &f.invariant, &[])?;
         check_plan(&f.plan, &scn)?;
         f.check_sizes()?;
-        Ok(f)
+        Ok((f, scn, variant))
     }
 
     /// `shrunk` describes the run this file holds (its scenario and plan),
     /// and `original` is no smaller: shrinking never grows a run.
     fn check_sizes(&self) -> Result<(), String> {
+        // Events are not a size the file's scenario and plan determine (only
+        // a re-run counts them): `held` takes `shrunk`'s, so that field
+        // always matches and only `original.events >= shrunk.events` and the
+        // bound below check it.
         let held = size_of(&self.scenario, &self.plan, self.shrunk.events);
         let fields = self
             .original
@@ -147,7 +157,7 @@ impl FailureFile {
     }
 
     pub fn variant(&self) -> Result<Variant, String> {
-        crate::trace::known_variant(&self.variant)
+        crate::trace::named_variant("variant", &self.variant)
     }
 
     /// Whether a re-run still fails this file's invariant.
@@ -160,13 +170,13 @@ impl FailureFile {
 
     /// Re-run the minimal failure.
     pub fn rerun(&self) -> Result<RunOutcome, String> {
-        Ok(simulate_with_plan(
-            &self.valid_scenario()?,
-            self.seed,
-            self.variant()?,
-            Some(self.plan.clone()),
-            None,
-        ))
+        Ok(self.rerun_with(&self.valid_scenario()?, self.variant()?))
+    }
+
+    /// Re-run the minimal failure with its scenario and variant already
+    /// checked (by [`FailureFile::parse_checked`]).
+    pub fn rerun_with(&self, scn: &ValidScenario, variant: Variant) -> RunOutcome {
+        simulate_with_plan(scn, self.seed, variant, Some(self.plan.clone()), None)
     }
 }
 

@@ -89,7 +89,7 @@ impl TraceEnd {
 impl TraceHeader {
     /// The header's variant; an unknown one names the field and the known ones.
     pub fn variant(&self) -> Result<Variant, String> {
-        known_variant(&self.variant).map_err(|e| format!("line 1: {e}"))
+        named_variant("variant", &self.variant).map_err(|e| format!("line 1: {e}"))
     }
 
     pub fn new(scenario_source: &str, seed: u64, variant: &str) -> TraceHeader {
@@ -311,11 +311,6 @@ pub fn expect_format(value: &Value, format: &str, what: &str) -> Result<(), Stri
         )),
         None => Err(format!("not a JSON object, not {what}")),
     }
-}
-
-/// A variant named in a file: `variant: unknown variant "x"; known: ...`.
-pub fn known_variant(name: &str) -> Result<Variant, String> {
-    named_variant("variant", name)
 }
 
 /// The variant `name` given as `field` (a file's field or a flag); an

@@ -531,6 +531,16 @@ fn an_output_that_is_the_input_is_refused_and_the_input_kept() {
         &["shrink", scn, "--seed", "1", "--out", scn],
         &["sweep", scn, "--seeds", "1..2", "--out", scn],
         &["sweep", scn, "--seeds", "1..2", "--junit", scn],
+        // hunt reads every scenario of --dir.
+        &[
+            "hunt",
+            "--dir",
+            dir.to_str().unwrap(),
+            "--budget",
+            "1",
+            "--markdown",
+            scn,
+        ],
     ] {
         let o = leasehold(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));

@@ -1,4 +1,4 @@
-use super::{EXIT_OK, EXIT_VIOLATION, bad_input};
+use super::{EXIT_OK, EXIT_VIOLATION};
 use leasehold::explain::explain;
 use leasehold::run_file::{ReadRun, RunFile};
 use leasehold::trace::replay_trace;
@@ -25,15 +25,14 @@ pub fn run(path: &Path) -> u8 {
 /// `export`). What they tell or draw is the re-run; for a trace whose
 /// records are not that run (an edited or corrupt trace) a note says so.
 pub fn load(path: &Path) -> Result<ReadRun, u8> {
-    let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| bad_input(format!("{name}: {e}")))?;
-    let run = ReadRun::read(&text, &name).map_err(|e| bad_input(format!("{name}: {e}")))?;
+    let run = super::read_run(path)?;
     if let RunFile::Trace(trace) = &run.file
         && let Some(line) = replay_trace(trace, &run.scn, run.variant).diverges_at()
     {
         eprintln!(
-            "note: {name} differs from its re-run from line {line} on (`leasehold replay` shows how); \
-             this is the re-run from its header"
+            "note: {} differs from its re-run from line {line} on (`leasehold replay` shows how); \
+             this is the re-run from its header",
+            path.display()
         );
     }
     Ok(run)

@@ -3,7 +3,7 @@ use leasehold::Scenario;
 use leasehold::hunt::{HuntResult, HuntScenario, hunt};
 use leasehold::replay_command;
 use leasehold_protocol::Variant;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub struct HuntArgs<'a> {
@@ -39,6 +39,7 @@ pub fn run(args: HuntArgs<'_>) -> u8 {
         Ok(f) => f,
         Err(e) => return bad_input(e),
     };
+    let all_files = files.clone();
     let mut all = Vec::new();
     for file in files {
         match Scenario::load(&file) {
@@ -72,10 +73,12 @@ pub fn run(args: HuntArgs<'_>) -> u8 {
         return bad_input("--scenarios: no scenario left to hunt with");
     }
     // Checked before the hunt, which may take minutes, not after it.
-    if let Some(path) = args.markdown
-        && let Err(code) = super::output_file("--markdown", path, &[])
-    {
-        return code;
+    // The scenario files are inputs too: the table must not overwrite one.
+    if let Some(path) = args.markdown {
+        let inputs: Vec<&Path> = all_files.iter().map(PathBuf::as_path).collect();
+        if let Err(code) = super::output_file("--markdown", path, &inputs) {
+            return code;
+        }
     }
     let started = Instant::now();
     let results = hunt(&scenarios, &variants, args.budget, args.jobs);

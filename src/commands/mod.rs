@@ -29,6 +29,20 @@ pub fn load_scenario(path: &Path) -> Result<ValidScenario, u8> {
     Scenario::load(path).map_err(|e| bad_input(format!("scenario {}: {e}", path.display())))
 }
 
+/// A failure file or a trace, for `replay`, `explain` and `export`: read,
+/// checked (bad input names the file and the field or line), and, if
+/// another leasehold version wrote it, noted on stderr.
+pub fn read_run(path: &Path) -> Result<leasehold::run_file::ReadRun, u8> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| bad_input(format!("{name}: {e}")))?;
+    let run =
+        leasehold::run_file::ReadRun::read(&text).map_err(|e| bad_input(format!("{name}: {e}")))?;
+    if let Some(note) = run.version_note(&name) {
+        eprintln!("{note}");
+    }
+    Ok(run)
+}
+
 /// The scenario file and the variant a command runs, checked in that order.
 pub fn load_run_inputs(path: &Path, variant: &str) -> Result<(ValidScenario, Variant), u8> {
     Ok((load_scenario(path)?, parse_variant("--variant", variant)?))

@@ -1,20 +1,15 @@
-use super::{EXIT_OK, EXIT_VIOLATION, bad_input};
+use super::{EXIT_OK, EXIT_VIOLATION};
+use leasehold::ValidScenario;
 use leasehold::run_file::{ReadRun, RunFile};
 use leasehold::shrink::FailureFile;
 use leasehold::trace::{TraceReplay, replay_trace};
-use leasehold::{ValidScenario, simulate_with_plan};
 use leasehold_protocol::Variant;
 use std::path::Path;
 
 pub fn replay(path: &Path, json: bool) -> u8 {
-    let name = path.display().to_string();
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) => return bad_input(format!("{name}: {e}")),
-    };
-    let ReadRun { file, scn, variant } = match ReadRun::read(&text, &name) {
+    let ReadRun { file, scn, variant } = match super::read_run(path) {
         Ok(run) => run,
-        Err(e) => return bad_input(format!("{name}: {e}")),
+        Err(code) => return code,
     };
     let trace = match file {
         RunFile::Failure(failure) => return replay_failure(&failure, &scn, variant, json),
@@ -92,7 +87,7 @@ pub fn replay(path: &Path, json: bool) -> u8 {
 /// Replay a shrunk failure: exit 1 if it still fails the same invariant, 0 if
 /// it no longer reproduces (a fixed bug shows as fixed).
 fn replay_failure(failure: &FailureFile, scn: &ValidScenario, variant: Variant, json: bool) -> u8 {
-    let outcome = simulate_with_plan(scn, failure.seed, variant, Some(failure.plan.clone()), None);
+    let outcome = failure.rerun_with(scn, variant);
     let names: Vec<&str> = outcome.invariants.iter().map(|i| i.name()).collect();
     let reproduced = failure.reproduced_by(&outcome);
     if json {
