@@ -46,8 +46,12 @@ def main():
     hunt_cmd = [args.bin, "hunt", "--budget", str(args.budget), "--json"]
     if args.variants:
         hunt_cmd += ["--variants", args.variants]
-    hunt = json.loads(subprocess.run(hunt_cmd, cwd=ROOT, check=True,
-                                     capture_output=True, text=True).stdout)
+    # hunt exits 1 when a planted bug escapes (or `correct` fails): that is a
+    # row of the report, not an error. 2 is bad input.
+    done = subprocess.run(hunt_cmd, cwd=ROOT, capture_output=True, text=True)
+    if done.returncode not in (0, 1):
+        sys.exit(f"hunt exited {done.returncode}: {done.stderr.strip()}")
+    hunt = json.loads(done.stdout)
     rows = []
     tmp = tempfile.mkdtemp(prefix="shrink-report-")
     for v in hunt["variants"]:

@@ -583,3 +583,31 @@ fn help_to_an_unwritable_stdout_is_an_error() {
         stderr(&o)
     );
 }
+
+#[test]
+fn hunt_json_is_one_json_document_even_when_a_bug_escapes() {
+    // One seed of friday-rush: `no-self-fencing` survives it (a planted bug
+    // that escapes), so hunt exits 1 and has an ESCAPED line to say.
+    let o = leasehold(&[
+        "hunt",
+        "--scenarios",
+        "friday-rush",
+        "--variants",
+        "correct,no-self-fencing",
+        "--budget",
+        "1",
+        "--jobs",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim())
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {}", stdout(&o)));
+    assert_eq!(v["variants"][1]["variant"], "no-self-fencing");
+    assert_eq!(v["variants"][1]["caught"], false);
+    assert!(
+        stderr(&o).contains("ESCAPED: planted bug no-self-fencing survived 1 runs"),
+        "{}",
+        stderr(&o)
+    );
+}

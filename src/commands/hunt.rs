@@ -108,18 +108,25 @@ pub fn run(args: HuntArgs<'_>) -> u8 {
         EXIT_OK
     } else {
         for r in results.iter().filter(|r| !r.as_expected()) {
-            if r.caught {
-                println!(
+            let line = if r.caught {
+                format!(
                     "FAILED: the correct protocol violated {} on {} seed {}",
                     r.invariant.as_deref().unwrap_or("?"),
                     r.scenario.as_deref().unwrap_or("?"),
                     r.seed.unwrap_or(0)
-                );
+                )
             } else {
-                println!(
+                format!(
                     "ESCAPED: planted bug {} survived {} runs",
                     r.variant, r.runs
-                );
+                )
+            };
+            // With --json, stdout is one JSON document and nothing else (the
+            // same facts are in it: `caught`, `variant`, `runs`).
+            if args.json {
+                eprintln!("{line}");
+            } else {
+                println!("{line}");
             }
         }
         EXIT_VIOLATION
