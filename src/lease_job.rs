@@ -114,13 +114,25 @@ impl SeedJob for LeaseJob<'_> {
     }
 }
 
-/// The one command that reproduces a seed.
+/// The one command that reproduces a seed, ready to paste into a shell.
 pub fn replay_command(scenario: &Path, seed: u64, variant: Variant) -> String {
     format!(
         "leasehold run {} --seed {seed} --variant {}",
-        scenario.display(),
+        shell_word(scenario),
         variant.name()
     )
+}
+
+/// A path as one shell word: unchanged when it needs no quoting (the usual
+/// case), single-quoted when it holds spaces or shell syntax, so printed
+/// commands paste as they are.
+pub fn shell_word(path: &Path) -> String {
+    let text = path.display().to_string();
+    match shlex::try_quote(&text) {
+        Ok(word) => word.into_owned(),
+        // Only a NUL byte is refused, and no path holds one.
+        Err(_) => text,
+    }
 }
 
 /// A short fingerprint of a scenario file's exact text: results files carry

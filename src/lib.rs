@@ -36,7 +36,7 @@ pub mod sweep_test;
 pub mod swimlane;
 pub mod trace;
 
-pub use lease_job::{LeaseJob, SeedResult, replay_command};
+pub use lease_job::{LeaseJob, SeedResult, replay_command, shell_word};
 pub use run::{LEASEHOLD_VERSION, RunOutcome, simulate, simulate_timed, simulate_with_plan};
 pub use scenario::{Scenario, ScenarioError, ValidScenario};
 pub use sweep_test::SweepTest;

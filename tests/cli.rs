@@ -611,3 +611,26 @@ fn hunt_json_is_one_json_document_even_when_a_bug_escapes() {
         stderr(&o)
     );
 }
+
+#[test]
+fn a_printed_replay_command_pastes_into_a_shell_even_with_a_space_in_the_path() {
+    let text = std::fs::read_to_string(root().join("scenarios/gc-pause-zombie.json")).unwrap();
+    let path = temp("with space.json", &text);
+    let o = leasehold(&[
+        "run",
+        path.to_str().unwrap(),
+        "--seed",
+        "1",
+        "--variant",
+        "no-self-fencing",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let quoted = format!("'{}'", path.display());
+    assert!(
+        stdout(&o).contains(&format!(
+            "replay: leasehold run {quoted} --seed 1 --variant no-self-fencing"
+        )),
+        "{}",
+        stdout(&o)
+    );
+}

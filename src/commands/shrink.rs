@@ -75,7 +75,7 @@ pub fn run(scenario_path: &Path, seed: u64, variant: &str, out: Option<&Path>, j
         println!(
             "wrote {} (replay it: leasehold replay {})",
             out_path.display(),
-            out_path.display()
+            leasehold::shell_word(&out_path)
         );
         println!();
         print_story(&f);
