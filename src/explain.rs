@@ -7,7 +7,7 @@ use crate::run::{RunOutcome, node_roles, simulate_with_plan};
 use crate::scenario::ValidScenario;
 use leasehold_check::NodeRole;
 use leasehold_interface::{EffectReply, StoreReply, StoreRequest};
-use leasehold_protocol::{DocKey, DocValue, LeaseEvent, TaskId, TaskState, Variant};
+use leasehold_protocol::{DocKey, DocValue, FenceCause, LeaseEvent, TaskId, TaskState, Variant};
 use leasehold_sim::{
     Actor, CrashPoint, Direction, Fault, FaultPlan, Leg, Link, LossReason, MessageAction, NodeId,
     Observer, Record, RecordKind,
@@ -267,10 +267,17 @@ impl Observer<DocKey, DocValue, LeaseEvent> for Teller<'_> {
                 let text = match event {
                     LeaseEvent::DeclaredDead { owner } => format!("{who} declares {owner} dead"),
                     LeaseEvent::Fenced {
-                        lease_lost: true, ..
+                        cause: FenceCause::LeaseExpired,
+                        ..
                     } => {
                         format!("{who} cannot prove its lease and fences itself: it stops all work")
                     }
+                    LeaseEvent::Fenced {
+                        cause: FenceCause::DeclaredDead,
+                        ..
+                    } => format!(
+                        "{who} learns it was declared dead (its heartbeat write conflicts) and stops all work"
+                    ),
                     LeaseEvent::Abandoned { task, epoch } if self.tasks.contains(&task.0) => {
                         format!(
                             "{who} gives up task {} (epoch {epoch}): it moved on",

@@ -22,6 +22,35 @@ fn explain_tells_the_story_and_ends_in_the_violation() {
     );
 }
 
+#[test]
+fn explain_tells_why_a_worker_stopped() {
+    // Under no-self-fencing the worker never fences itself: it stops when its
+    // heartbeat conflicts because a reclaimer declared it dead.
+    let o = leasehold(&["explain", MINIMAL]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("worker-6#1 learns it was declared dead (its heartbeat write conflicts) and stops all work"),
+        "{out}"
+    );
+    assert!(!out.contains("cannot prove its lease"), "{out}");
+    // The correct protocol, same run: the worker fences itself when its
+    // lease deadline passes, before anyone declares it dead.
+    let run =
+        leasehold::run_file::ReadRun::read(&std::fs::read_to_string(MINIMAL).unwrap()).unwrap();
+    let (lines, _) = leasehold::explain::explain(
+        &run.scn,
+        run.seed(),
+        leasehold_protocol::Variant::Correct,
+        run.plan(),
+    );
+    let story = lines.join("\n");
+    assert!(
+        story.contains("cannot prove its lease and fences itself"),
+        "{story}"
+    );
+    assert!(!story.contains("its heartbeat write conflicts"), "{story}");
+}
+
 /// Export the minimal failure in `format`; returns the file's text.
 fn export_minimal(format: &str, file_name: &str) -> String {
     let path = std::env::temp_dir().join(format!("leasehold-{}-{file_name}", std::process::id()));

@@ -33,10 +33,15 @@ pub enum LeaseEvent {
         task: TaskId,
         epoch: u64,
     },
-    /// The worker could not prove its lease and stopped all work.
+    /// The worker stopped all work: it could not prove its lease, or it
+    /// learnt it had been declared dead (`cause` says which).
     Fenced {
         owner: Owner,
         lease_lost: bool,
+        /// Absent in traces written before it existed, and when it is
+        /// `lease_expired`, so those records read and print as before.
+        #[serde(default, skip_serializing_if = "FenceCause::is_lease_expired")]
+        cause: FenceCause,
     },
     DeclaredDead {
         owner: Owner,
@@ -63,4 +68,58 @@ pub enum LeaseEvent {
         owner: Owner,
         epoch: u64,
     },
+}
+
+/// Why a worker stopped all work.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FenceCause {
+    /// Its own lease deadline passed (self-fencing).
+    #[default]
+    LeaseExpired,
+    /// A write to its member document conflicted: a reclaimer had declared
+    /// it dead (or deleted it after that).
+    DeclaredDead,
+}
+
+impl FenceCause {
+    fn is_lease_expired(&self) -> bool {
+        *self == FenceCause::LeaseExpired
+    }
+}
+
+/// Not hashed: the cause follows from the run's hashed inputs, and leaving it
+/// out keeps every trace hash (tests/golden) what it was before the field.
+impl std::hash::Hash for FenceCause {
+    fn hash<H: std::hash::Hasher>(&self, _state: &mut H) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fence_without_cause_reads_and_writes_as_before() {
+        let old = r#"{"event":"fenced","owner":{"worker":6,"incarnation":1},"lease_lost":true}"#;
+        let e: LeaseEvent = serde_json::from_str(old).unwrap();
+        assert!(matches!(
+            e,
+            LeaseEvent::Fenced {
+                cause: FenceCause::LeaseExpired,
+                ..
+            }
+        ));
+        assert_eq!(serde_json::to_string(&e).unwrap(), old);
+        let dead = LeaseEvent::Fenced {
+            owner: Owner {
+                worker: 6,
+                incarnation: 1,
+            },
+            lease_lost: true,
+            cause: FenceCause::DeclaredDead,
+        };
+        let text = serde_json::to_string(&dead).unwrap();
+        assert!(text.contains(r#""cause":"declared_dead""#), "{text}");
+        assert_eq!(serde_json::from_str::<LeaseEvent>(&text).unwrap(), dead);
+    }
 }

@@ -28,7 +28,7 @@ pub use config::{ConfigError, HeartbeatMode, ProtocolConfig};
 pub use docs::{
     DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId, TaskLeaseDoc, TaskState,
 };
-pub use events::LeaseEvent;
+pub use events::{FenceCause, LeaseEvent};
 pub use outbox::MAX_QUEUED_OUTPUTS;
 pub use reclaimer::Reclaimer;
 pub use variant::Variant;

@@ -7,7 +7,7 @@ mod task_lease;
 
 use crate::config::{HeartbeatMode, ProtocolConfig};
 use crate::docs::{DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId, TaskState};
-use crate::events::LeaseEvent;
+use crate::events::{FenceCause, LeaseEvent};
 use crate::outbox::Outbox;
 use crate::sorted_vec_map::{SortedVecMap, SortedVecSet};
 use crate::variant::Variant;
@@ -300,7 +300,7 @@ impl Worker {
                 .lease_deadline()
                 .is_some_and(|deadline| now >= deadline)
         {
-            self.stop(true);
+            self.stop(FenceCause::LeaseExpired);
             return;
         }
         if self.phase == Phase::Active && self.task_mode() {
@@ -354,10 +354,11 @@ impl Worker {
     }
 
     /// Stop all work for good; the host restarts us as a new incarnation.
-    fn stop(&mut self, lease_lost: bool) {
+    fn stop(&mut self, cause: FenceCause) {
         self.out.event(LeaseEvent::Fenced {
             owner: self.me,
-            lease_lost,
+            lease_lost: true,
+            cause,
         });
         self.runs.clear();
         self.doubtful.clear();
@@ -622,7 +623,7 @@ impl Worker {
             }
             StoreReply::Conflict { .. } => {
                 // Someone declared this incarnation dead already.
-                self.stop(true);
+                self.stop(FenceCause::DeclaredDead);
                 return;
             }
             _ => {
@@ -659,7 +660,7 @@ impl Worker {
                         self.next_heartbeat_at = now;
                     }
                     // Declared dead, or deleted after being declared dead.
-                    _ => self.stop(true),
+                    _ => self.stop(FenceCause::DeclaredDead),
                 }
             }
             _ => self.next_heartbeat_at = now.plus_ms(self.cfg.retry_backoff_ms),
