@@ -222,6 +222,23 @@ pub fn node_name(roles: &[NodeRole], node: NodeId) -> String {
     }
 }
 
+/// The samples of a per-second counter: every busy second, and a 0 at the
+/// start and after each busy stretch. A counter holds its last value until
+/// the next sample, so without the zeros one write every 5 s draws as 1/s.
+pub fn rate_samples(per_s: &BTreeMap<u64, u64>) -> Vec<(u64, u64)> {
+    let mut samples = Vec::with_capacity(per_s.len() * 2 + 1);
+    if per_s.first_key_value().is_some_and(|(&sec, _)| sec > 0) {
+        samples.push((0, 0));
+    }
+    for (&sec, &n) in per_s {
+        samples.push((sec, n));
+        if !per_s.contains_key(&(sec + 1)) {
+            samples.push((sec + 1, 0));
+        }
+    }
+    samples
+}
+
 /// Chrome trace event JSON (the format Perfetto and chrome://tracing open):
 /// one process per node, one track per (worker, task) lease so spans nest,
 /// instants for faults and reclaims, a counter for store writes per second,
@@ -268,7 +285,7 @@ pub fn perfetto(scn: &ValidScenario, tl: &Timeline, outcome: &RunOutcome) -> Val
             );
         }
     }
-    for (sec, writes) in &tl.writes_per_s {
+    for (sec, writes) in rate_samples(&tl.writes_per_s) {
         events.push(
             json!({"ph": "C", "name": "store writes/s", "pid": 0, "tid": 0, "ts": sec * 1_000_000,
             "args": {"writes": writes}}),
@@ -283,4 +300,21 @@ pub fn perfetto(scn: &ValidScenario, tl: &Timeline, outcome: &RunOutcome) -> Val
     }
     json!({"traceEvents": events, "displayTimeUnit": "ms",
         "otherData": {"scenario": scn.name(), "seed": outcome.seed, "variant": outcome.variant.name()}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_samples_fall_to_zero_in_idle_seconds() {
+        let per_s: BTreeMap<u64, u64> = [(3, 1), (8, 2), (9, 4)].into_iter().collect();
+        assert_eq!(
+            rate_samples(&per_s),
+            vec![(0, 0), (3, 1), (4, 0), (8, 2), (9, 4), (10, 0)]
+        );
+        let from_zero: BTreeMap<u64, u64> = [(0, 5)].into_iter().collect();
+        assert_eq!(rate_samples(&from_zero), vec![(0, 5), (1, 0)]);
+        assert!(rate_samples(&BTreeMap::new()).is_empty());
+    }
 }

@@ -98,6 +98,28 @@ fn perfetto_export_is_chrome_trace_json() {
     );
     assert!(events.iter().any(|e| e["cat"] == "violation"));
     assert!(events.iter().any(|e| e["ph"] == "C"));
+    // The write rate falls to 0 in the first idle second after a busy one
+    // (a counter holds its value until the next sample).
+    let counter: Vec<(u64, u64)> = events
+        .iter()
+        .filter(|e| e["ph"] == "C")
+        .map(|e| {
+            (
+                e["ts"].as_u64().unwrap(),
+                e["args"]["writes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    for (ts, writes) in &counter {
+        if *writes > 0 {
+            let next = counter.iter().find(|(t, _)| *t > *ts);
+            assert!(
+                next.is_some_and(|(t, w)| *t == ts + 1_000_000 || *w == 0),
+                "no sample in the second after {ts}: {counter:?}"
+            );
+        }
+    }
+    assert!(counter.iter().any(|(_, w)| *w == 0), "{counter:?}");
     // Spans on one track never overlap (Perfetto requires nesting).
     let mut by_track: std::collections::BTreeMap<(u64, u64), Vec<(u64, u64)>> = Default::default();
     for s in &spans {
