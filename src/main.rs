@@ -92,13 +92,17 @@ enum Command {
     /// Tell a failure file's (or trace's) run as a story around its violation.
     Explain { file: PathBuf },
     /// Draw a failure file's (or trace's) run: Chrome trace JSON for Perfetto,
-    /// or an SVG swimlane.
+    /// or a swimlane as SVG or PNG.
     Export {
+        /// Failure file (from `shrink`) or trace (from `run --trace`) to draw.
         file: PathBuf,
-        /// `perfetto` or `svg`.
+        /// `perfetto` (Chrome trace JSON), `svg` or `png` (swimlane); `svg`
+        /// with an --out ending in .png writes PNG too.
         #[arg(long)]
         format: String,
-        #[arg(long, value_name = "FILE")]
+        /// File to write: .json for perfetto, .svg or .png for the swimlane
+        /// (an extension that says another format is refused).
+        #[arg(long, value_name = "OUT")]
         out: PathBuf,
     },
     /// List the shipped scenarios with the story each one tells.

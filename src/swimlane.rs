@@ -219,12 +219,35 @@ impl ChartImage for Swimlane<'_> {
     }
 }
 
+/// The image format of a swimlane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Image {
+    Svg,
+    Png,
+}
+
 /// Write the swimlane as SVG (or PNG when `out` ends in `.png`).
 pub fn write_svg(
     scn: &ValidScenario,
     tl: &Timeline,
     outcome: &RunOutcome,
     out: &Path,
+) -> Result<(), String> {
+    let image = if out.extension().is_some_and(|x| x == "png") {
+        Image::Png
+    } else {
+        Image::Svg
+    };
+    write_swimlane(scn, tl, outcome, out, image)
+}
+
+/// Write the swimlane to `out` as `image`, whatever its extension.
+pub fn write_swimlane(
+    scn: &ValidScenario,
+    tl: &Timeline,
+    outcome: &RunOutcome,
+    out: &Path,
+    image: Image,
 ) -> Result<(), String> {
     register_fonts();
     let roles = node_roles(scn);
@@ -252,9 +275,27 @@ pub fn write_svg(
         tl,
         outcome,
     };
-    if out.extension().is_some_and(|x| x == "png") {
-        let root = BitMapBackend::new(out, (1400, height)).into_drawing_area();
-        draw_and_present(&chart, root, out)
+    if image == Image::Png {
+        // The bitmap encoder picks its format by extension: another name is
+        // drawn as a sibling .png and renamed.
+        let png_named = out.extension().is_some_and(|x| x == "png");
+        let drawn = if png_named {
+            out.to_path_buf()
+        } else {
+            let mut name = out.file_name().unwrap_or_default().to_os_string();
+            name.push(".leasehold-tmp.png");
+            out.with_file_name(name)
+        };
+        let root = BitMapBackend::new(&drawn, (1400, height)).into_drawing_area();
+        let written = draw_and_present(&chart, root, out);
+        if !png_named {
+            if written.is_ok() {
+                std::fs::rename(&drawn, out).map_err(|e| format!("{}: {e}", out.display()))?;
+            } else {
+                let _ = std::fs::remove_file(&drawn);
+            }
+        }
+        written
     } else {
         let root = SVGBackend::new(out, (1400, height)).into_drawing_area();
         draw_and_present(&chart, root, out)

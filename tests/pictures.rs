@@ -152,3 +152,55 @@ fn svg_export_draws_lanes_and_the_violation() {
     let bad = leasehold(&["export", MINIMAL, "--format", "gif", "--out", "/tmp/x"]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn export_writes_png_and_refuses_an_extension_of_another_format() {
+    let dir = std::env::temp_dir().join(format!("leasehold-png-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let export = |format: &str, name: &str| {
+        let out = dir.join(name);
+        let o = leasehold(&[
+            "export",
+            MINIMAL,
+            "--format",
+            format,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        (o, out)
+    };
+    const PNG_MAGIC: &[u8] = b"\x89PNG";
+    // `png` is a format; `svg` into a .png wrote PNG before it existed, and still does.
+    for (format, name) in [("png", "a.png"), ("png", "a"), ("svg", "b.png")] {
+        let (o, out) = export(format, name);
+        assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+        assert!(
+            std::fs::read(&out).unwrap().starts_with(PNG_MAGIC),
+            "{name}"
+        );
+    }
+    for (format, name, fits) in [
+        ("perfetto", "p.png", ".json"),
+        ("perfetto", "p.svg", ".json"),
+        ("png", "q.svg", ".png"),
+        ("png", "q.json", ".png"),
+        ("svg", "r.json", ".svg"),
+        ("svg", "r.JSON", ".svg"),
+    ] {
+        let (o, out) = export(format, name);
+        let err = common::stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{format} {name}: {err}");
+        assert!(
+            err.starts_with(&format!("error: --out {}", out.display())) && err.contains(fits),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(!out.exists(), "{name} was written");
+    }
+    let help = leasehold(&["export", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("--out <OUT>"), "{help}");
+    assert!(help.contains("png"), "{help}");
+    assert!(help.contains("Failure file"), "{help}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
