@@ -332,6 +332,15 @@ impl Observer<DocKey, DocValue, LeaseEvent> for Teller<'_> {
     }
 }
 
+/// What `explain` tells beyond its default.
+#[derive(Clone, Debug, Default)]
+pub struct Telling {
+    /// Follow these tasks instead of the ones the violations name.
+    pub tasks: Option<BTreeSet<u32>>,
+    /// Every line: no cut in the middle of a long story.
+    pub all: bool,
+}
+
 /// The story of `seed` (with `plan`, if given) as lines of text, ending with
 /// the violations. Runs the simulation twice: once to learn which tasks the
 /// violations involve, once to tell their story.
@@ -341,13 +350,32 @@ pub fn explain(
     variant: Variant,
     plan: Option<FaultPlan>,
 ) -> (Vec<String>, RunOutcome) {
-    let first = simulate_with_plan(scn, seed, variant, plan.clone(), None);
-    let tasks: BTreeSet<u32> = first
-        .violations
-        .iter()
-        .filter_map(|v| v.task.map(|t: TaskId| t.0))
-        .take(3)
-        .collect();
+    explain_with(scn, seed, variant, plan, &Telling::default())
+}
+
+/// [`explain`], following the tasks and showing the lines `telling` asks for.
+pub fn explain_with(
+    scn: &ValidScenario,
+    seed: u64,
+    variant: Variant,
+    plan: Option<FaultPlan>,
+    telling: &Telling,
+) -> (Vec<String>, RunOutcome) {
+    let (tasks, violated) = match &telling.tasks {
+        // Told tasks need no first run to find them; the told run says
+        // whether it violated anything.
+        Some(tasks) => (tasks.clone(), None),
+        None => {
+            let first = simulate_with_plan(scn, seed, variant, plan.clone(), None);
+            let tasks: BTreeSet<u32> = first
+                .violations
+                .iter()
+                .filter_map(|v| v.task.map(|t: TaskId| t.0))
+                .take(3)
+                .collect();
+            (tasks, Some(!first.ok()))
+        }
+    };
     let roles = node_roles(scn);
     let mut teller = Teller {
         roles: &roles,
@@ -358,28 +386,43 @@ pub fn explain(
     let outcome = simulate_with_plan(scn, seed, variant, plan, Some(&mut teller));
     let mut out = Vec::new();
     let s = &scn.scenario;
+    let story = match violated {
+        _ if !tasks.is_empty() => format!(
+            "the story of task{} {}",
+            if tasks.len() == 1 { "" } else { "s" },
+            tasks
+                .iter()
+                .map(|t| t.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Some(false) => "no invariant was violated, so no task is followed: faults and stops only \
+             (--task N follows a task, --all shows every line)"
+            .to_string(),
+        _ => "the violation names no task: faults and stops only (--task N follows a task)"
+            .to_string(),
+    };
     out.push(format!(
-        "{} (seed {seed}, variant {}): {} workers, {} reclaimers, {} tasks of {} steps; the story of task{} {}",
+        "{} (seed {seed}, variant {}): {} workers, {} reclaimers, {} tasks of {} steps; {story}",
         s.name,
         variant.name(),
         s.fleet.workers,
         s.fleet.reclaimers,
         s.tasks.total(),
         s.tasks.steps_per_task(),
-        if tasks.len() == 1 { "" } else { "s" },
-        tasks.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ")
     ));
     let lines = teller.lines;
     let keep_head = MAX_STORY_LINES / 2;
+    let cut = lines.len() > MAX_STORY_LINES && !telling.all;
     for (i, (t, text)) in lines.iter().enumerate() {
-        if lines.len() > MAX_STORY_LINES && i == keep_head {
+        if cut && i == keep_head {
             out.push(format!(
                 "  {:>11}  ... {} more lines ...",
                 "",
                 lines.len() - MAX_STORY_LINES
             ));
         }
-        if lines.len() > MAX_STORY_LINES && i >= keep_head && i < lines.len() - keep_head {
+        if cut && i >= keep_head && i < lines.len() - keep_head {
             continue;
         }
         out.push(format!("  {}  {text}", secs(*t)));

@@ -90,7 +90,17 @@ enum Command {
         json: bool,
     },
     /// Tell a failure file's (or trace's) run as a story around its violation.
-    Explain { file: PathBuf },
+    Explain {
+        /// Failure file (from `shrink`) or trace (from `run --trace`) to tell.
+        file: PathBuf,
+        /// Follow this task instead of the ones the violation names
+        /// (repeat it, or give a comma-separated list).
+        #[arg(long, value_name = "N", value_delimiter = ',')]
+        task: Vec<u32>,
+        /// Print every line; a long story is otherwise cut in the middle.
+        #[arg(long)]
+        all: bool,
+    },
     /// Draw a failure file's (or trace's) run: Chrome trace JSON for Perfetto,
     /// or a swimlane as SVG or PNG.
     Export {
@@ -212,7 +222,7 @@ fn dispatch(command: Command) -> u8 {
             out,
             json,
         } => commands::shrink::run(&scenario, seed, &variant, out.as_deref(), json),
-        Command::Explain { file } => commands::explain::run(&file),
+        Command::Explain { file, task, all } => commands::explain::run(&file, &task, all),
         Command::Export { file, format, out } => commands::export::run(&file, &format, &out),
         Command::Scenarios { dir, json } => commands::scenarios::scenarios(&dir, json),
         Command::Hunt {

@@ -204,3 +204,56 @@ fn export_writes_png_and_refuses_an_extension_of_another_format() {
     assert!(help.contains("Failure file"), "{help}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn explain_of_a_passing_run_says_so_and_tells_chosen_tasks_in_full() {
+    let trace = std::env::temp_dir().join(format!("leasehold-pass-{}.jsonl", std::process::id()));
+    let t = trace.to_str().unwrap();
+    let o = leasehold(&[
+        "run",
+        "scenarios/gc-pause-zombie.json",
+        "--seed",
+        "1",
+        "--trace",
+        t,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    let explain = |extra: &[&str]| {
+        let mut args = vec!["explain", t];
+        args.extend_from_slice(extra);
+        let o = leasehold(&args);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+        )
+    };
+    let (code, out) = explain(&[]);
+    assert_eq!(code, Some(0));
+    let header = out.lines().next().unwrap();
+    assert!(
+        header.contains("no invariant was violated, so no task is followed"),
+        "{header}"
+    );
+    assert!(!header.trim_end().ends_with("tasks"), "{header}");
+    assert!(out.contains("more lines ..."), "a long story is cut: {out}");
+    let (_, all) = explain(&["--all"]);
+    assert!(!all.contains("more lines ..."), "{all}");
+    assert!(all.lines().count() > out.lines().count());
+    for args in [&["--task", "3,5"][..], &["--task", "3", "--task", "5"]] {
+        let (code, told) = explain(args);
+        assert_eq!(code, Some(0));
+        let header = told.lines().next().unwrap();
+        assert!(header.ends_with("the story of tasks 3, 5"), "{header}");
+        assert!(
+            told.contains("task 3 arrives") && told.contains("task 5 arrives"),
+            "{told}"
+        );
+    }
+    let o = leasehold(&["explain", t, "--task", "400"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        common::stderr(&o).trim_end(),
+        "error: --task: task 400 is not in this run (its tasks are 0 to 399)"
+    );
+    let _ = std::fs::remove_file(&trace);
+}

@@ -1,16 +1,29 @@
-use super::{EXIT_OK, EXIT_VIOLATION};
-use leasehold::explain::explain;
+use super::{EXIT_OK, EXIT_VIOLATION, bad_input};
+use leasehold::explain::{Telling, explain_with};
 use leasehold::run_file::{ReadRun, RunFile};
 use leasehold::trace::replay_trace;
 use std::path::Path;
 
-/// `leasehold explain FILE`: FILE is a failure file (from `shrink`) or a trace.
-pub fn run(path: &Path) -> u8 {
+/// `leasehold explain FILE [--task N]... [--all]`: FILE is a failure file
+/// (from `shrink`) or a trace.
+pub fn run(path: &Path, tasks: &[u32], all: bool) -> u8 {
     let run = match load(path) {
         Ok(run) => run,
         Err(code) => return code,
     };
-    let (lines, outcome) = explain(&run.scn, run.seed(), run.variant, run.plan());
+    // Task ids are 0..total: a shrunk scenario numbers the tasks it kept anew.
+    let total = run.scn.scenario.tasks.total();
+    if let Some(&task) = tasks.iter().find(|&&t| t >= total) {
+        return bad_input(format!(
+            "--task: task {task} is not in this run (its tasks are 0 to {})",
+            total.saturating_sub(1)
+        ));
+    }
+    let telling = Telling {
+        tasks: (!tasks.is_empty()).then(|| tasks.iter().copied().collect()),
+        all,
+    };
+    let (lines, outcome) = explain_with(&run.scn, run.seed(), run.variant, run.plan(), &telling);
     for line in lines {
         println!("{line}");
     }
