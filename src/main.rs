@@ -54,7 +54,9 @@ enum Command {
     /// Re-run a trace file from its header and check every event matches, or a
     /// failure file (from `shrink`) and check it still fails its invariant.
     Replay {
+        /// Trace (from `run --trace`) or failure file (from `shrink`) to re-run.
         file: PathBuf,
+        /// Print one JSON object instead of the human report.
         #[arg(long)]
         json: bool,
     },
@@ -72,20 +74,25 @@ enum Command {
     },
     /// List the protocol variants: the correct protocol and the planted bugs.
     Variants {
+        /// Print JSON instead of the human list.
         #[arg(long)]
         json: bool,
     },
     /// Shrink a failing seed to a minimal run that fails the same way; write a
     /// failure file that `replay` and `explain` accept.
     Shrink {
+        /// Scenario file (JSON) of the failing run, e.g. scenarios/gc-pause-zombie.json
         scenario: PathBuf,
+        /// The failing seed to shrink.
         #[arg(long, allow_negative_numbers = true)]
         seed: u64,
+        /// Protocol variant the seed fails under (see `leasehold variants`).
         #[arg(long, default_value = "correct")]
         variant: String,
         /// Where to write the failure file (default: NAME-seedN-VARIANT.failure.json).
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
+        /// Print one JSON object instead of the human report.
         #[arg(long)]
         json: bool,
     },
@@ -120,6 +127,7 @@ enum Command {
         /// Directory holding scenario files.
         #[arg(long, default_value = "scenarios")]
         dir: PathBuf,
+        /// Print JSON instead of the human list.
         #[arg(long)]
         json: bool,
     },
@@ -133,6 +141,7 @@ enum Command {
         /// a comma-separated list of scenario names.
         #[arg(long, default_value = "all")]
         scenarios: String,
+        /// Directory holding the scenario files to hunt in.
         #[arg(long, default_value = "scenarios")]
         dir: PathBuf,
         /// Seeds per scenario.
@@ -141,6 +150,7 @@ enum Command {
         /// Threads (each run stays single-threaded); default: every core.
         #[arg(long, allow_negative_numbers = true)]
         jobs: Option<usize>,
+        /// Print one JSON document (the kill table) instead of the human report.
         #[arg(long)]
         json: bool,
         /// Also write the kill table as Markdown to FILE.

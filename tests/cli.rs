@@ -634,3 +634,45 @@ fn a_printed_replay_command_pastes_into_a_shell_even_with_a_space_in_the_path() 
         stdout(&o)
     );
 }
+
+/// Every argument and flag of every command says what it is in `--help`.
+#[test]
+fn every_argument_has_help_text() {
+    let o = leasehold(&["--help"]);
+    let top = stdout(&o);
+    let commands: Vec<String> = top
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .filter(|c| c != "help")
+        .collect();
+    assert!(commands.len() >= 10, "{top}");
+    for command in &commands {
+        let o = leasehold(&[command, "--help"]);
+        let help = stdout(&o);
+        let lines: Vec<&str> = help.lines().collect();
+        let indent = |l: &str| l.len() - l.trim_start().len();
+        for (i, line) in lines.iter().enumerate() {
+            let item = line.trim_start();
+            // Items sit at most 6 columns in; deeper lines are their text.
+            let is_item =
+                (item.starts_with("--") || item.starts_with('<') || item.starts_with("-h"))
+                    && (2..=6).contains(&indent(line));
+            // Its text follows after two spaces, or (clap's long layout) on
+            // the next line, indented deeper.
+            let inline = item.contains("  ");
+            let below = lines.get(i + 1).is_some_and(|next| {
+                let text = next.trim_start();
+                indent(next) > indent(line)
+                    && !text.is_empty()
+                    && !text.starts_with('-')
+                    && !text.starts_with('<')
+            });
+            if is_item && !inline && !below {
+                panic!("{command}: no help for `{item}`:\n{help}");
+            }
+        }
+    }
+}
