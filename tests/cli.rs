@@ -662,7 +662,7 @@ fn every_argument_has_help_text() {
                     && (2..=6).contains(&indent(line));
             // Its text follows after two spaces, or (clap's long layout) on
             // the next line, indented deeper.
-            let inline = item.contains("  ");
+            let inline = item.trim_end().contains("  ");
             let below = lines.get(i + 1).is_some_and(|next| {
                 let text = next.trim_start();
                 indent(next) > indent(line)
