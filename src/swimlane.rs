@@ -3,12 +3,13 @@
 //! plotters (bundled font, no system fonts needed).
 
 use crate::charts::render::{ChartImage, draw_and_present, register_fonts};
-use crate::export::{Timeline, node_name};
+use crate::export::{LeaseSpan, Timeline, node_name};
 use crate::run::{RunOutcome, node_roles};
 use crate::scenario::ValidScenario;
 use leasehold_sim::NodeId;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Lanes beyond this are not drawn (the picture would be unreadable); the
@@ -40,6 +41,41 @@ fn task_color(task: u32) -> RGBColor {
     let m = l - c / 2.0;
     let to = |v: f64| ((v + m) * 255.0).round().clamp(0.0, 255.0) as u8;
     RGBColor(to(r), to(g), to(b))
+}
+
+/// Sub-rows for lease bars that overlap in time on one lane (a worker runs
+/// tasks side by side in its slots): for each span, its row and the rows of
+/// its lane. A span is at least `min_len_us` long, as it is drawn. Greedy
+/// interval partitioning in (start, end, task, epoch) order, so the picture
+/// is the same every time and uses as few rows as any stacking can.
+pub fn bar_rows(spans: &[LeaseSpan], min_len_us: u64) -> Vec<(usize, usize)> {
+    let drawn_end = |s: &LeaseSpan| s.end_us.max(s.start_us + min_len_us);
+    let mut order: Vec<usize> = (0..spans.len()).collect();
+    order.sort_by_key(|&i| {
+        let s = &spans[i];
+        (s.node, s.start_us, drawn_end(s), s.task, s.epoch)
+    });
+    let mut row = vec![0; spans.len()];
+    // Per lane: where each row's last bar ends.
+    let mut ends: BTreeMap<NodeId, Vec<u64>> = BTreeMap::new();
+    for i in order {
+        let s = &spans[i];
+        let rows = ends.entry(s.node).or_default();
+        let r = match rows.iter().position(|&end| end <= s.start_us) {
+            Some(r) => r,
+            None => {
+                rows.push(0);
+                rows.len() - 1
+            }
+        };
+        rows[r] = drawn_end(s);
+        row[i] = r;
+    }
+    spans
+        .iter()
+        .zip(row)
+        .map(|(s, r)| (r, ends[&s.node].len()))
+        .collect()
 }
 
 impl ChartImage for Swimlane<'_> {
@@ -78,25 +114,33 @@ impl ChartImage for Swimlane<'_> {
         let lane_of = |node: NodeId| -> Option<f64> {
             (node.index() < lanes).then_some(node.index() as f64 - 0.5)
         };
-        // Lease spans: who held which task when.
-        for s in &self.tl.spans {
+        // Lease spans: who held which task when. Bars that overlap in time
+        // share the lane's bar band [0.2, 0.8] as stacked rows.
+        let min_len_us = (end_s * 1e6 / 2000.0) as u64;
+        let rows = bar_rows(&self.tl.spans, min_len_us);
+        let lane_px = chart.plotting_area().dim_in_pixel().1 as f64 / lanes.max(1) as f64;
+        for (s, &(row, of)) in self.tl.spans.iter().zip(&rows) {
             let Some(y) = lane_of(s.node) else { continue };
             let (x0, x1) = (
                 s.start_us as f64 / 1e6,
                 (s.end_us as f64 / 1e6).max(s.start_us as f64 / 1e6 + end_s / 2000.0),
             );
+            let h = 0.6 / of as f64;
+            let bottom = y + 0.2 + row as f64 * h;
+            // A hairline between stacked rows keeps neighbours apart.
+            let gap = if of > 1 { h * 0.1 } else { 0.0 };
             let color = task_color(s.task);
             chart
                 .draw_series(std::iter::once(Rectangle::new(
-                    [(x0, y + 0.2), (x1, y + 0.8)],
+                    [(x0, bottom + gap), (x1, bottom + h)],
                     color.filled(),
                 )))
                 .map_err(e)?;
-            if lanes <= 12 && (x1 - x0) > end_s / 40.0 {
+            if lanes <= 12 && (x1 - x0) > end_s / 40.0 && h * lane_px >= 15.0 {
                 chart
                     .draw_series(std::iter::once(Text::new(
                         format!("task {} e{}", s.task, s.epoch),
-                        (x0 + end_s / 400.0, y + 0.62),
+                        (x0 + end_s / 400.0, bottom + h * 0.7),
                         ("sans-serif", 13).into_font().color(&BLACK),
                     )))
                     .map_err(e)?;
@@ -208,6 +252,11 @@ impl ChartImage for Swimlane<'_> {
             .label("declared dead / fenced")
             .legend(|(x, y)| TriangleMarker::new((x + 10, y), 6, RGBColor(128, 0, 128).filled()));
         chart
+            .draw_series(std::iter::once(Circle::new((0.0, -0.5), 0, BLACK.filled())))
+            .map_err(e)?
+            .label("restart")
+            .legend(|(x, y)| Circle::new((x + 10, y), 4, BLACK.filled()));
+        chart
             .configure_series_labels()
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
@@ -268,7 +317,15 @@ pub fn write_swimlane(
         }
     );
     let lanes = names.len().min(MAX_LANES) as u32;
-    let height = (160 + lanes * 34).clamp(360, 2400);
+    // Lanes grow with their stacked bar rows (up to 7), so rows stay legible.
+    let min_len_us = ((tl.end_us as f64 / 1e6).max(1.0) * 1e6 / 2000.0) as u64;
+    let most_rows = bar_rows(&tl.spans, min_len_us)
+        .iter()
+        .map(|&(_, of)| of as u32)
+        .max()
+        .unwrap_or(1);
+    let lane_px = 34 + 10 * (most_rows.clamp(1, 7) - 1);
+    let height = (160 + lanes * lane_px).clamp(360, 2400);
     let chart = Swimlane {
         title,
         names,

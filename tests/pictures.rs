@@ -148,6 +148,11 @@ fn svg_export_draws_lanes_and_the_violation() {
     let worker = &failure["scenario"]["fleet"]["worker_ids"][0];
     assert!(svg.contains(&format!("worker-{worker}")), "worker-{worker}");
     assert!(svg.contains("VIOLATION no-double-ownership"));
+    // The restart dot is in the legend.
+    assert!(
+        svg.contains(">restart<") || svg.contains("restart\n"),
+        "no restart legend"
+    );
     assert!(svg.contains("simulated time (s)"));
     let bad = leasehold(&["export", MINIMAL, "--format", "gif", "--out", "/tmp/x"]);
     assert_eq!(bad.status.code(), Some(2));
@@ -256,4 +261,27 @@ fn explain_of_a_passing_run_says_so_and_tells_chosen_tasks_in_full() {
         "error: --task: task 400 is not in this run (its tasks are 0 to 399)"
     );
     let _ = std::fs::remove_file(&trace);
+}
+
+#[test]
+fn concurrent_lease_bars_get_rows_of_their_own() {
+    let scn = common::scenario("friday-rush");
+    let variant = leasehold_protocol::Variant::from_name("no-idempotency-key").unwrap();
+    let (tl, _) = leasehold::export::timeline(&scn, 3, variant, None);
+    let min_len_us = tl.end_us / 2000;
+    let rows = leasehold::swimlane::bar_rows(&tl.spans, min_len_us);
+    assert_eq!(rows, leasehold::swimlane::bar_rows(&tl.spans, min_len_us));
+    let end = |s: &leasehold::export::LeaseSpan| s.end_us.max(s.start_us + min_len_us);
+    let mut overlapping = 0;
+    for (i, a) in tl.spans.iter().enumerate() {
+        for (j, b) in tl.spans.iter().enumerate().skip(i + 1) {
+            if a.node != b.node || end(a) <= b.start_us || end(b) <= a.start_us {
+                continue;
+            }
+            overlapping += 1;
+            assert_ne!(rows[i].0, rows[j].0, "{a:?} and {b:?} share a row");
+        }
+    }
+    assert!(overlapping > 0, "the run has concurrent leases on a worker");
+    assert!(rows.iter().all(|&(row, of)| row < of));
 }
