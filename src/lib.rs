@@ -29,6 +29,7 @@ pub mod shrink;
 pub mod store_load;
 #[cfg(feature = "proptest")]
 pub mod strategies;
+pub mod strict_json;
 pub mod sweep_args;
 pub mod sweep_engine;
 pub mod sweep_summary;

@@ -142,8 +142,13 @@ fn parse_line(line: &str) -> Result<ResultLine, String> {
             "longer than {MAX_LINE_BYTES} bytes, not a leasehold result"
         ));
     }
-    let value: serde_json::Value =
-        serde_json::from_str(line).map_err(|e| format!("not JSON ({e})"))?;
+    let value = crate::strict_json::parse(line).map_err(|e| {
+        if crate::strict_json::is_duplicate(&e) {
+            crate::trace::strip_position(&e)
+        } else {
+            format!("not JSON ({e})")
+        }
+    })?;
     crate::trace::expect_format(&value, RESULTS_FORMAT, "a leasehold result")?;
     let parsed: ResultLine = crate::trace::from_value_named(&value)
         .map_err(|e| format!("not a leasehold result ({e})"))?;

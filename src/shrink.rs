@@ -95,13 +95,17 @@ impl FailureFile {
     /// [`FailureFile::parse`], keeping the validated scenario and the
     /// variant the checks built, for a caller that re-runs the file.
     pub fn parse_checked(text: &str) -> Result<(FailureFile, ValidScenario, Variant), String> {
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-            format!(
-                "line {} column {}: not a leasehold failure file (not JSON: {})",
-                e.line(),
-                e.column(),
-                crate::trace::strip_position(&e)
-            )
+        let value = crate::strict_json::parse(text).map_err(|e| {
+            let what = crate::trace::strip_position(&e);
+            if crate::strict_json::is_duplicate(&e) {
+                format!("line {} column {}: {what}", e.line(), e.column())
+            } else {
+                format!(
+                    "line {} column {}: not a leasehold failure file (not JSON: {what})",
+                    e.line(),
+                    e.column(),
+                )
+            }
         })?;
         crate::trace::expect_format(&value, FAILURE_FORMAT, "a leasehold failure file")?;
         let f: FailureFile = crate::trace::from_value_named(&value)?;

@@ -164,8 +164,13 @@ impl TraceFile {
         if lines.is_empty() {
             return Err("line 1: the file is empty, not a leasehold trace".into());
         }
-        let first: Value = serde_json::from_str(lines[0])
-            .map_err(|e| format!("line 1: not a leasehold trace header (not JSON: {e})"))?;
+        let first = crate::strict_json::parse(lines[0]).map_err(|e| {
+            if crate::strict_json::is_duplicate(&e) {
+                format!("line 1: {}", strip_position(&e))
+            } else {
+                format!("line 1: not a leasehold trace header (not JSON: {e})")
+            }
+        })?;
         expect_format(&first, TRACE_FORMAT, "a leasehold trace's header")
             .map_err(|e| format!("line 1: {e}"))?;
         let header: TraceHeader = from_value_named(&first)
@@ -174,9 +179,12 @@ impl TraceFile {
         if last < 2 {
             return Err("line 2: the trace ends after its header (no end line)".into());
         }
-        let footer: TraceFooter = match serde_json::from_str::<Value>(lines[last - 1]) {
+        let footer: TraceFooter = match crate::strict_json::parse(lines[last - 1]) {
             Ok(v) => from_value_named(&v)
                 .map_err(|e| format!("line {last}: not the trace's end line: {e}"))?,
+            Err(e) if crate::strict_json::is_duplicate(&e) => {
+                return Err(format!("line {last}: {}", strip_position(&e)));
+            }
             Err(e) => {
                 return Err(format!(
                     "line {last}: not the trace's end line ({e}); the file may be truncated"

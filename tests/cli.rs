@@ -676,3 +676,88 @@ fn every_argument_has_help_text() {
         }
     }
 }
+
+/// A scratch directory of this test process, emptied first.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("leasehold-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The lines of the file `flag` writes when the buggy variant runs on
+/// gc-pause-zombie with `args` (it fails: exit 1).
+fn written_lines(path: &Path, args: &[&str], flag: &str) -> Vec<String> {
+    let mut all = args.to_vec();
+    all.extend([
+        "scenarios/gc-pause-zombie.json",
+        "--variant",
+        "no-self-fencing",
+        flag,
+        path.to_str().unwrap(),
+    ]);
+    let o = leasehold(&all);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines().map(str::to_string).collect()
+}
+
+/// `line` with its (compact) `"key":value` given twice, the second time
+/// as `again`.
+fn twice(line: &str, key: &str, again: &str) -> String {
+    let start = line.find(&format!("\"{key}\":")).unwrap();
+    line.replacen(
+        &line[start..start + key.len() + 3],
+        &format!("\"{key}\":{again},\"{key}\":"),
+        1,
+    )
+}
+
+#[test]
+fn a_key_given_twice_is_refused_in_failure_trace_and_results_files() {
+    let dir = scratch("duplicate-keys");
+    let failure =
+        std::fs::read_to_string(root().join("scenarios/regressions/no-self-fencing.failure.json"))
+            .unwrap();
+    let dup = dir.join("dup.failure.json");
+    std::fs::write(
+        &dup,
+        failure.replace(
+            "\"variant\": \"no-self-fencing\"",
+            "\"variant\": \"no-self-fencing\", \"variant\": \"correct\"",
+        ),
+    )
+    .unwrap();
+    assert_bad_input(
+        &leasehold(&["replay", dup.to_str().unwrap()]),
+        &["line ", "duplicate field \"variant\""],
+    );
+
+    let trace = dir.join("run.jsonl");
+    let lines = written_lines(&trace, &["run", "--seed", "1"], "--trace");
+    let end = lines.len();
+    for (at, key, again) in [(1, "variant", "\"correct\""), (end, "ok", "true")] {
+        let mut edited = lines.clone();
+        edited[at - 1] = twice(&edited[at - 1], key, again);
+        std::fs::write(&trace, edited.join("\n") + "\n").unwrap();
+        for command in ["replay", "explain"] {
+            assert_bad_input(
+                &leasehold(&[command, trace.to_str().unwrap()]),
+                &[&format!("line {at}: duplicate field \"{key}\"")],
+            );
+        }
+    }
+
+    let results = dir.join("results.jsonl");
+    let mut lines = written_lines(
+        &results,
+        &["sweep", "--seeds", "1..2", "--progress", "off"],
+        "--out",
+    );
+    lines[1] = twice(&lines[1], "ok", "true");
+    std::fs::write(&results, lines.join("\n") + "\n").unwrap();
+    assert_bad_input(
+        &leasehold(&["merge", results.to_str().unwrap()]),
+        &["line 2: duplicate field \"ok\""],
+    );
+}

@@ -1,0 +1,208 @@
+//! JSON read as strictly as leasehold writes it. Two things serde's defaults
+//! accept that no file leasehold writes holds, and that would otherwise be
+//! read silently: an object with a key twice (`serde_json::Value` keeps the
+//! last), and a struct given as an array or an enum tag given as a number
+//! (serde's derive reads those by position).
+
+use serde::Serialize;
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// Parse `text` as one JSON value, refusing an object that holds a key twice
+/// (`duplicate field "variant" at line 3 column 40`).
+pub fn parse(text: &str) -> Result<Value, serde_json::Error> {
+    serde_json::from_str::<Strict>(text).map(|s| s.0)
+}
+
+/// Whether `e`, from [`parse`], is a key given twice in JSON that is
+/// otherwise well formed (not a syntax error or a truncated file).
+pub fn is_duplicate(e: &serde_json::Error) -> bool {
+    e.classify() == serde_json::error::Category::Data
+}
+
+/// A `Value` whose objects have no key twice.
+struct Strict(Value);
+
+impl<'de> Deserialize<'de> for Strict {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Strict, D::Error> {
+        d.deserialize_any(StrictVisitor).map(Strict)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        // JSON text holds no NaN or infinity; serde_json never hands one.
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Strict(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(serde::de::Error::custom(format_args!(
+                    "duplicate field {key:?}"
+                )));
+            }
+            let Strict(value) = map.next_value()?;
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
+    }
+}
+
+/// Check `input`, the JSON a file held, against `typed`, what it was read
+/// into: where `typed` writes an object `input` must hold one (not an array
+/// read by position), and where it writes a string (an enum's tag) `input`
+/// must hold one (not a variant's index). Errors name the field
+/// (`plan[0].action.action: expected a string, found a number`).
+pub fn check_shape<T: Serialize>(input: &Value, typed: &T) -> Result<(), String> {
+    let canonical = serde_json::to_value(typed).map_err(|e| e.to_string())?;
+    let mut path = String::new();
+    walk(input, &canonical, &mut path)
+}
+
+fn walk(input: &Value, canonical: &Value, path: &mut String) -> Result<(), String> {
+    let wrong = |expected: &str, path: &str| {
+        let found = match input {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Number(_) => "a number",
+            Value::String(_) => "a string",
+            Value::Array(_) => "an array",
+            Value::Object(_) => "an object",
+        };
+        let message = format!("expected {expected}, found {found}");
+        Err(if path.is_empty() {
+            message
+        } else {
+            format!("{path}: {message}")
+        })
+    };
+    match (input, canonical) {
+        (Value::Object(input), Value::Object(canonical)) => {
+            for (key, value) in input {
+                // A key the typed value does not write (an absent option
+                // given as null) has nothing to hold it to.
+                if let Some(c) = canonical.get(key) {
+                    let len = path.len();
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(key);
+                    walk(value, c, path)?;
+                    path.truncate(len);
+                }
+            }
+            Ok(())
+        }
+        (Value::Array(input), Value::Array(canonical)) => {
+            for (i, (value, c)) in input.iter().zip(canonical).enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                walk(value, c, path)?;
+                path.truncate(len);
+            }
+            Ok(())
+        }
+        (Value::String(_), Value::String(_)) => Ok(()),
+        (_, Value::Object(_)) => wrong("an object", path),
+        (_, Value::String(_)) => wrong("a string", path),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_a_key_twice_at_any_depth() {
+        let err = parse("{\"a\": {\"b\": 1,\n \"b\": 2}}").unwrap_err();
+        assert_eq!(err.line(), 2);
+        assert!(err.to_string().contains("duplicate field \"b\""), "{err}");
+        assert_eq!(
+            parse("{\"a\": [1, {\"b\": null}]}").unwrap(),
+            serde_json::json!({"a": [1, {"b": null}]})
+        );
+    }
+
+    #[test]
+    fn names_an_array_or_a_number_read_by_position() {
+        #[derive(Serialize)]
+        struct Inner {
+            x: u32,
+        }
+        #[derive(Serialize)]
+        #[serde(rename_all = "snake_case")]
+        enum Tag {
+            Drop,
+        }
+        #[derive(Serialize)]
+        struct Outer {
+            inner: Inner,
+            tags: Vec<Tag>,
+        }
+        let typed = Outer {
+            inner: Inner { x: 1 },
+            tags: vec![Tag::Drop],
+        };
+        let check = |v: Value| check_shape(&v, &typed);
+        assert_eq!(
+            check(serde_json::json!({"inner": {"x": 1}, "tags": ["drop"]})),
+            Ok(())
+        );
+        assert_eq!(
+            check(serde_json::json!({"inner": [1], "tags": ["drop"]})),
+            Err("inner: expected an object, found an array".into())
+        );
+        assert_eq!(
+            check(serde_json::json!({"inner": {"x": 1}, "tags": [0]})),
+            Err("tags[0]: expected a string, found a number".into())
+        );
+        assert_eq!(
+            check(serde_json::json!([[1], ["drop"]])),
+            Err("expected an object, found an array".into())
+        );
+    }
+}
