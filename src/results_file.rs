@@ -152,6 +152,7 @@ fn parse_line(line: &str) -> Result<ResultLine, String> {
     crate::trace::expect_format(&value, RESULTS_FORMAT, "a leasehold result")?;
     let parsed: ResultLine = crate::trace::from_value_named(&value)
         .map_err(|e| format!("not a leasehold result ({e})"))?;
+    crate::strict_json::check_shape(&value, &parsed).map_err(|e| e.to_string())?;
     if parsed.scenario.trim().is_empty() {
         return Err("scenario: must not be empty (the scenario's name)".into());
     }

@@ -257,9 +257,26 @@ impl Scenario {
 
     pub fn parse(text: &str) -> Result<ValidScenario, ScenarioError> {
         // serde_json ends its text with the position, named once in front.
-        let scenario: Scenario = serde_json::from_str(text).map_err(|e| ScenarioError {
+        let json_error = |e: serde_json::Error| ScenarioError {
             field: format!("line {} column {}", e.line(), e.column()),
             message: crate::trace::strip_position(&e),
+        };
+        let value: serde_json::Value = serde_json::from_str(text).map_err(json_error)?;
+        if !value.is_object() {
+            return bad(
+                "",
+                format!(
+                    "expected a JSON object (a scenario), found {}",
+                    crate::strict_json::kind(&value)
+                ),
+            );
+        }
+        let scenario: Scenario = serde_json::from_str(text).map_err(json_error)?;
+        // serde's derive also reads an array by position and an enum tag by
+        // its index: refuse what this file format never holds.
+        crate::strict_json::check_shape(&value, &scenario).map_err(|e| ScenarioError {
+            field: e.path,
+            message: e.message,
         })?;
         let valid = scenario.validate(text.to_string())?;
         valid.scenario.check_stops_after_earliest_deadline()?;

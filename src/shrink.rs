@@ -109,6 +109,7 @@ impl FailureFile {
         })?;
         crate::trace::expect_format(&value, FAILURE_FORMAT, "a leasehold failure file")?;
         let f: FailureFile = crate::trace::from_value_named(&value)?;
+        crate::strict_json::check_shape(&value, &f).map_err(|e| e.to_string())?;
         let scn = f.valid_scenario()?;
         let variant = f.variant()?;
         crate::trace::known_invariant("invariant", &f.invariant, &[])?;

@@ -91,32 +91,52 @@ impl<'de> Visitor<'de> for StrictVisitor {
     }
 }
 
+/// Where a file's JSON does not have the shape of what it was read into.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ShapeError {
+    /// The field (`plan[0].action.action`); empty for the whole file.
+    pub path: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for ShapeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
 /// Check `input`, the JSON a file held, against `typed`, what it was read
 /// into: where `typed` writes an object `input` must hold one (not an array
 /// read by position), and where it writes a string (an enum's tag) `input`
 /// must hold one (not a variant's index). Errors name the field
 /// (`plan[0].action.action: expected a string, found a number`).
-pub fn check_shape<T: Serialize>(input: &Value, typed: &T) -> Result<(), String> {
-    let canonical = serde_json::to_value(typed).map_err(|e| e.to_string())?;
+pub fn check_shape<T: Serialize>(input: &Value, typed: &T) -> Result<(), ShapeError> {
+    let canonical = serde_json::to_value(typed).expect("what was read serialises");
     let mut path = String::new();
     walk(input, &canonical, &mut path)
 }
 
-fn walk(input: &Value, canonical: &Value, path: &mut String) -> Result<(), String> {
+/// What `value` is, for a message: "an array".
+pub fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn walk(input: &Value, canonical: &Value, path: &mut String) -> Result<(), ShapeError> {
     let wrong = |expected: &str, path: &str| {
-        let found = match input {
-            Value::Null => "null",
-            Value::Bool(_) => "a boolean",
-            Value::Number(_) => "a number",
-            Value::String(_) => "a string",
-            Value::Array(_) => "an array",
-            Value::Object(_) => "an object",
-        };
-        let message = format!("expected {expected}, found {found}");
-        Err(if path.is_empty() {
-            message
-        } else {
-            format!("{path}: {message}")
+        Err(ShapeError {
+            path: path.to_string(),
+            message: format!("expected {expected}, found {}", kind(input)),
         })
     };
     match (input, canonical) {
@@ -187,7 +207,7 @@ mod tests {
             inner: Inner { x: 1 },
             tags: vec![Tag::Drop],
         };
-        let check = |v: Value| check_shape(&v, &typed);
+        let check = |v: Value| check_shape(&v, &typed).map_err(|e| e.to_string());
         assert_eq!(
             check(serde_json::json!({"inner": {"x": 1}, "tags": ["drop"]})),
             Ok(())

@@ -175,13 +175,19 @@ impl TraceFile {
             .map_err(|e| format!("line 1: {e}"))?;
         let header: TraceHeader = from_value_named(&first)
             .map_err(|e| format!("line 1: not a leasehold trace header: {e}"))?;
+        crate::strict_json::check_shape(&first, &header).map_err(|e| format!("line 1: {e}"))?;
         let last = lines.len();
         if last < 2 {
             return Err("line 2: the trace ends after its header (no end line)".into());
         }
         let footer: TraceFooter = match crate::strict_json::parse(lines[last - 1]) {
-            Ok(v) => from_value_named(&v)
-                .map_err(|e| format!("line {last}: not the trace's end line: {e}"))?,
+            Ok(v) => {
+                let footer = from_value_named(&v)
+                    .map_err(|e| format!("line {last}: not the trace's end line: {e}"))?;
+                crate::strict_json::check_shape(&v, &footer)
+                    .map_err(|e| format!("line {last}: {e}"))?;
+                footer
+            }
             Err(e) if crate::strict_json::is_duplicate(&e) => {
                 return Err(format!("line {last}: {}", strip_position(&e)));
             }

@@ -761,3 +761,71 @@ fn a_key_given_twice_is_refused_in_failure_trace_and_results_files() {
         &["line 2: duplicate field \"ok\""],
     );
 }
+
+#[test]
+fn an_array_for_an_object_or_a_number_for_a_tag_is_refused_not_read_by_position() {
+    // Each object as the array serde's derive reads by position.
+    let positional = |v: &serde_json::Value, keys: &[&str]| -> serde_json::Value {
+        keys.iter().map(|k| v[k].clone()).collect()
+    };
+    let restarts = [
+        "rolling_deploy_at_ms",
+        "rolling_interval_ms",
+        "mass_failure_at_ms",
+        "mass_failure_share",
+    ];
+    let fleet = ["workers", "reclaimers", "slots_per_worker"];
+    for field in ["fleet", "limits", "faults.restarts"] {
+        let path = edited(&format!("array-{field}.json"), |v| match field {
+            "fleet" => v["fleet"] = positional(&v["fleet"], &fleet),
+            // Read as max_sim_time_ms and max_events: 5 events.
+            "limits" => v["limits"] = serde_json::json!([21600000, 5]),
+            _ => v["faults"]["restarts"] = positional(&v["faults"]["restarts"], &restarts),
+        });
+        assert_bad_input(
+            &run_path(&path),
+            &[&format!("{field}: expected an object, found an array")],
+        );
+    }
+    let path = temp("array-top.json", "[\"x\", \"y\"]");
+    assert_bad_input(
+        &run_path(&path),
+        &["expected a JSON object (a scenario), found an array"],
+    );
+    let text =
+        std::fs::read_to_string(root().join("scenarios/regressions/reclaim-by-id.failure.json"))
+            .unwrap();
+    let failure: serde_json::Value = serde_json::from_str(&text).unwrap();
+    type Edit = fn(&mut serde_json::Value);
+    let edits: [(Edit, &str); 4] = [
+        (
+            |v| v["plan"][0]["action"]["action"] = 0.into(),
+            "plan[0].action.action: expected a string",
+        ),
+        (
+            |v| v["plan"][1]["point"]["at"] = 1.into(),
+            "plan[1].point.at: expected a string",
+        ),
+        (
+            |v| v["plan"][0]["leg"] = 1.into(),
+            "plan[0].leg: invalid type: integer",
+        ),
+        (
+            |v| {
+                let keys = ["workers", "reclaimers", "slots_per_worker", "worker_ids"];
+                let fleet = &v["scenario"]["fleet"];
+                v["scenario"]["fleet"] = keys.iter().map(|k| fleet[k].clone()).collect();
+            },
+            "scenario.fleet: expected an object, found an array",
+        ),
+    ];
+    for (edit, needle) in edits {
+        let mut v = failure.clone();
+        edit(&mut v);
+        let path = temp(
+            "edited.failure.json",
+            &serde_json::to_string_pretty(&v).unwrap(),
+        );
+        assert_bad_input(&leasehold(&["replay", path.to_str().unwrap()]), &[needle]);
+    }
+}
