@@ -149,7 +149,7 @@ enum Command {
         budget: u64,
         /// Threads (each run stays single-threaded); default: every core.
         #[arg(long, allow_negative_numbers = true)]
-        jobs: Option<usize>,
+        jobs: Option<String>,
         /// Print one JSON document (the kill table) instead of the human report.
         #[arg(long)]
         json: bool,
@@ -248,7 +248,7 @@ fn dispatch(command: Command) -> u8 {
             scenarios: &scenarios,
             dir: &dir,
             budget,
-            jobs: jobs.unwrap_or_else(leasehold::sweep_engine::default_jobs),
+            jobs: jobs.as_deref(),
             json,
             markdown: markdown.as_deref(),
         }),

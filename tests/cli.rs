@@ -829,3 +829,23 @@ fn an_array_for_an_object_or_a_number_for_a_tag_is_refused_not_read_by_position(
         assert_bad_input(&leasehold(&["replay", path.to_str().unwrap()]), &[needle]);
     }
 }
+
+#[test]
+fn hunt_jobs_has_the_same_bound_and_message_as_sweep() {
+    for jobs in ["0", "1025", "4294967296"] {
+        let sweep = leasehold(&[
+            "sweep",
+            "scenarios/gc-pause-zombie.json",
+            "--seeds",
+            "1..2",
+            "--jobs",
+            jobs,
+        ]);
+        let hunt = leasehold(&["hunt", "--budget", "1", "--jobs", jobs]);
+        assert_bad_input(
+            &hunt,
+            &[&format!("--jobs: {jobs} is not between 1 and 1024")],
+        );
+        assert_eq!(stderr(&hunt), stderr(&sweep));
+    }
+}

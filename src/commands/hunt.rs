@@ -2,6 +2,8 @@ use super::{EXIT_OK, EXIT_VIOLATION, bad_input, parse_variant};
 use leasehold::Scenario;
 use leasehold::hunt::{HuntResult, HuntScenario, hunt};
 use leasehold::replay_command;
+use leasehold::sweep_args::parse_jobs;
+use leasehold::sweep_engine::default_jobs;
 use leasehold_protocol::Variant;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -11,7 +13,8 @@ pub struct HuntArgs<'a> {
     pub scenarios: &'a str,
     pub dir: &'a Path,
     pub budget: u64,
-    pub jobs: usize,
+    /// `--jobs` as given: checked like `sweep`'s; default every core.
+    pub jobs: Option<&'a str>,
     pub json: bool,
     pub markdown: Option<&'a Path>,
 }
@@ -20,9 +23,10 @@ pub fn run(args: HuntArgs<'_>) -> u8 {
     if args.budget == 0 {
         return bad_input("--budget: must be at least 1 seed");
     }
-    if args.jobs == 0 {
-        return bad_input("--jobs: must be at least 1");
-    }
+    let jobs = match args.jobs.map(parse_jobs).transpose() {
+        Ok(jobs) => jobs.unwrap_or_else(default_jobs),
+        Err(e) => return bad_input(format!("--jobs: {e}")),
+    };
     let variants: Vec<Variant> = if args.variants == "all" {
         Variant::all().collect()
     } else {
@@ -81,7 +85,7 @@ pub fn run(args: HuntArgs<'_>) -> u8 {
         }
     }
     let started = Instant::now();
-    let results = hunt(&scenarios, &variants, args.budget, args.jobs);
+    let results = hunt(&scenarios, &variants, args.budget, jobs);
     let elapsed_s = started.elapsed().as_secs_f64();
     let runs: u64 = results.iter().map(|r| r.runs).sum();
     if args.json {
