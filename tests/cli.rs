@@ -849,3 +849,21 @@ fn hunt_jobs_has_the_same_bound_and_message_as_sweep() {
         assert_eq!(stderr(&hunt), stderr(&sweep));
     }
 }
+
+#[test]
+fn an_output_hard_linked_to_the_input_is_refused_and_the_input_kept() {
+    let dir = scratch("hard-link");
+    let input = dir.join("in.json");
+    let original = std::fs::read(root().join("scenarios/gc-pause-zombie.json")).unwrap();
+    std::fs::write(&input, &original).unwrap();
+    let link = dir.join("link.json");
+    std::fs::hard_link(&input, &link).unwrap();
+    let (scn, out) = (input.to_str().unwrap(), link.to_str().unwrap());
+    for args in [
+        &["run", scn, "--seed", "1", "--trace", out][..],
+        &["sweep", scn, "--seeds", "1..2", "--out", out],
+    ] {
+        assert_bad_input(&leasehold(args), &["is the input file"]);
+        assert_eq!(std::fs::read(&input).unwrap(), original, "{args:?}");
+    }
+}

@@ -115,12 +115,14 @@ pub fn not_the_input(flag: &str, out: &Path, input: &Path) -> Result<(), u8> {
             Some(dir.canonicalize().ok()?.join(p.file_name()?))
         })
     };
-    match (canonical(out), canonical(input)) {
-        (Some(a), Some(b)) if a == b => Err(bad_input(format!(
+    let same_path = matches!((canonical(out), canonical(input)), (Some(a), Some(b)) if a == b);
+    // A hard link has a path of its own: only the file's identity tells.
+    if same_path || same_file::is_same_file(out, input).unwrap_or(false) {
+        return Err(bad_input(format!(
             "{flag} {}: is the input file {}; write the output elsewhere",
             out.display(),
             input.display()
-        ))),
-        _ => Ok(()),
+        )));
     }
+    Ok(())
 }
