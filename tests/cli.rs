@@ -867,3 +867,33 @@ fn an_output_hard_linked_to_the_input_is_refused_and_the_input_kept() {
         assert_eq!(std::fs::read(&input).unwrap(), original, "{args:?}");
     }
 }
+
+#[test]
+fn a_scenario_name_that_is_not_a_plain_file_name_is_refused() {
+    let dir = scratch("names");
+    for name in [
+        "../escaped",
+        "a/b",
+        ".",
+        "..",
+        ".hidden",
+        "-rf",
+        "two words",
+        "a\\b",
+    ] {
+        let path = edited("named.json", |v| v["name"] = name.into());
+        assert_bad_input(&run_path(&path), &["name: ", "is not a plain name"]);
+        // shrink names its output after the scenario: nothing is written.
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            .args(["shrink", path.to_str().unwrap(), "--seed", "1"])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert_bad_input(&o, &["name: "]);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "{name}");
+    }
+    let path = edited("long.json", |v| v["name"] = "x".repeat(101).into());
+    assert_bad_input(&run_path(&path), &["name: is 101 bytes long"]);
+    let path = edited("fine.json", |v| v["name"] = "Fine_name-2.v1".into());
+    assert_eq!(run_path(&path).status.code(), Some(0));
+}
