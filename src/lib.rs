@@ -13,6 +13,7 @@ pub mod explain;
 pub mod export;
 pub mod fault_model;
 pub mod hunt;
+pub mod input_file;
 pub mod lease_job;
 pub mod lease_node;
 pub mod measure;

@@ -220,7 +220,9 @@ fn check_written_fields(line: &ResultLine) -> Result<(), String> {
 
 /// Read and parse a results file; errors name the file and the line.
 pub fn read_results(path: &Path) -> Result<ResultsRead, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // Line by line: a line past the bound ends the read (`/dev/zero`).
+    let text = crate::input_file::read_lines_bounded(path, MAX_LINE_BYTES as u64)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     parse_results(&text).map_err(|e| format!("{} {e}", path.display()))
 }
 

@@ -29,6 +29,10 @@ impl ReadRun {
     pub fn read(text: &str) -> Result<ReadRun, String> {
         Ok(match replay_input(text)? {
             ReplayInput::Failure => {
+                let limit = crate::input_file::MAX_FILE_BYTES;
+                if text.len() as u64 > limit {
+                    return Err(format!("larger than {} MiB", limit >> 20));
+                }
                 let (f, scn, variant) = FailureFile::parse_checked(text)?;
                 ReadRun {
                     scn,

@@ -276,10 +276,11 @@ pub struct ValidScenario {
 impl Scenario {
     pub fn load(path: &Path) -> Result<ValidScenario, ScenarioError> {
         // Callers put the path in front of every error.
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
-            field: String::new(),
-            message: format!("cannot read the file: {e}"),
-        })?;
+        let text = crate::input_file::read_bounded(path, crate::input_file::MAX_FILE_BYTES)
+            .map_err(|message| ScenarioError {
+                field: String::new(),
+                message,
+            })?;
         Scenario::parse(&text)
     }
 

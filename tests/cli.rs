@@ -897,3 +897,60 @@ fn a_scenario_name_that_is_not_a_plain_file_name_is_refused() {
     let path = edited("fine.json", |v| v["name"] = "Fine_name-2.v1".into());
     assert_eq!(run_path(&path).status.code(), Some(0));
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn an_endless_input_is_refused_with_its_bound_not_read_until_killed() {
+    for (args, needle) in [
+        (
+            &["run", "/dev/zero", "--seed", "1"][..],
+            "/dev/zero: larger than 64 MiB",
+        ),
+        (
+            &["replay", "/dev/zero"],
+            "/dev/zero: line 1: longer than 128 MiB",
+        ),
+        (
+            &["explain", "/dev/zero"],
+            "/dev/zero: line 1: longer than 128 MiB",
+        ),
+        (
+            &["merge", "/dev/zero"],
+            "/dev/zero: line 1: longer than 1 MiB",
+        ),
+    ] {
+        assert_bad_input(&leasehold(args), &[needle]);
+    }
+    // A failure file is held to the whole-file bound once told apart from a
+    // trace: one of 65 MiB in short lines is refused.
+    let dir = scratch("big-failure");
+    let failure =
+        std::fs::read_to_string(root().join("scenarios/regressions/no-self-fencing.failure.json"))
+            .unwrap();
+    let padding = " \n".repeat(33 << 20);
+    let big = dir.join("big.failure.json");
+    std::fs::write(&big, failure.replacen('{', &format!("{{{padding}"), 1)).unwrap();
+    assert_bad_input(
+        &leasehold(&["replay", big.to_str().unwrap()]),
+        &["big.failure.json: larger than 64 MiB"],
+    );
+}
+
+#[test]
+fn a_byte_order_mark_or_bytes_that_are_not_utf8_are_named() {
+    let text = std::fs::read_to_string(root().join("scenarios/gc-pause-zombie.json")).unwrap();
+    let bom = temp("bom.json", &format!("\u{feff}{text}"));
+    assert_bad_input(&run_path(&bom), &["line 1: starts with a byte-order mark"]);
+    let latin1 = temp("latin1.json", "");
+    let mut bytes = text.into_bytes();
+    let at = bytes.windows(7).position(|w| w == b"\"story\"").unwrap() + 10;
+    bytes[at] = 0xe9;
+    std::fs::write(&latin1, &bytes).unwrap();
+    assert_bad_input(
+        &run_path(&latin1),
+        &[
+            &format!("not UTF-8 text (byte {at} of the file)"),
+            "line 3 column",
+        ],
+    );
+}

@@ -34,7 +34,13 @@ pub fn load_scenario(path: &Path) -> Result<ValidScenario, u8> {
 /// another leasehold version wrote it, noted on stderr.
 pub fn read_run(path: &Path) -> Result<leasehold::run_file::ReadRun, u8> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| bad_input(format!("{name}: {e}")))?;
+    // A trace may be large (one line per event): its lines are bounded, and
+    // a failure file is held to the bound of a whole file once told apart.
+    let text = leasehold::input_file::read_lines_bounded(
+        path,
+        leasehold::input_file::MAX_TRACE_LINE_BYTES,
+    )
+    .map_err(|e| bad_input(format!("{name}: {e}")))?;
     let run =
         leasehold::run_file::ReadRun::read(&text).map_err(|e| bad_input(format!("{name}: {e}")))?;
     if let Some(note) = run.version_note(&name) {

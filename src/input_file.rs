@@ -1,0 +1,147 @@
+//! Reading the files leasehold is given, bounded: a scenario or a failure
+//! file is read up to [`MAX_FILE_BYTES`], a line-based file (a trace, a
+//! results file) line by line up to a bound per line, so `/dev/zero` or a
+//! runaway file is an error instead of memory grown until the process is
+//! killed. Text must be UTF-8 without a byte-order mark; errors name the
+//! line.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+/// The largest scenario or failure file: far above any real one (the
+/// biggest shipped scenario is a few KiB).
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// The longest line of a trace: its header holds the scenario's whole text
+/// (at most [`MAX_FILE_BYTES`]), which JSON escaping may lengthen.
+pub const MAX_TRACE_LINE_BYTES: u64 = 2 * MAX_FILE_BYTES;
+
+/// Read `path` whole, refusing more than `limit` bytes.
+pub fn read_bounded(path: &Path, limit: u64) -> Result<String, String> {
+    let file = std::fs::File::open(path).map_err(cannot_read)?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot_read)?;
+    if bytes.len() as u64 > limit {
+        return Err(format!("larger than {}", size(limit)));
+    }
+    text(bytes)
+}
+
+/// Read `path` line by line, refusing a line longer than `max_line` bytes
+/// (its `\n` or `\r\n` not counted) with `line N: ...`.
+pub fn read_lines_bounded(path: &Path, max_line: u64) -> Result<String, String> {
+    let file = std::fs::File::open(path).map_err(cannot_read)?;
+    let mut reader = BufReader::new(file);
+    let mut bytes = Vec::new();
+    let mut number: u64 = 0;
+    loop {
+        number += 1;
+        let start = bytes.len();
+        let read = (&mut reader)
+            .take(max_line + 2)
+            .read_until(b'\n', &mut bytes)
+            .map_err(cannot_read)?;
+        if read == 0 {
+            break;
+        }
+        let line = &bytes[start..];
+        let content = line.strip_suffix(b"\n").unwrap_or(line);
+        let content = content.strip_suffix(b"\r").unwrap_or(content);
+        if content.len() as u64 > max_line {
+            return Err(format!("line {number}: longer than {}", size(max_line)));
+        }
+    }
+    text(bytes)
+}
+
+fn cannot_read(e: std::io::Error) -> String {
+    format!("cannot read the file: {e}")
+}
+
+/// `limit` bytes in words: "64 MiB", "1048576 bytes".
+fn size(limit: u64) -> String {
+    if limit >= 1 << 20 && limit % (1 << 20) == 0 {
+        format!("{} MiB", limit >> 20)
+    } else {
+        format!("{limit} bytes")
+    }
+}
+
+/// `bytes` as UTF-8 text without a byte-order mark.
+fn text(bytes: Vec<u8>) -> Result<String, String> {
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let line = bytes[..at].iter().filter(|b| **b == b'\n').count() + 1;
+        let column = at
+            - bytes[..at]
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map_or(0, |i| i + 1)
+            + 1;
+        format!("line {line} column {column}: not UTF-8 text (byte {at} of the file)")
+    })?;
+    if text.starts_with('\u{feff}') {
+        return Err(
+            "line 1: starts with a byte-order mark (U+FEFF); save the file as UTF-8 without one"
+                .into(),
+        );
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(name: &str, bytes: &[u8]) -> std::path::PathBuf {
+        let path =
+            std::env::temp_dir().join(format!("leasehold-input-{}-{name}", std::process::id()));
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    #[test]
+    fn bounds_the_file_and_each_line() {
+        let path = file("bounded", b"12345\n123\r\n");
+        assert_eq!(read_bounded(&path, 11).unwrap(), "12345\n123\r\n");
+        assert_eq!(read_bounded(&path, 10).unwrap_err(), "larger than 10 bytes");
+        assert_eq!(read_lines_bounded(&path, 5).unwrap(), "12345\n123\r\n");
+        assert_eq!(
+            read_lines_bounded(&path, 4).unwrap_err(),
+            "line 1: longer than 4 bytes"
+        );
+        assert_eq!(size(64 << 20), "64 MiB");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_endless_file_is_an_error() {
+        let zero = Path::new("/dev/zero");
+        assert_eq!(
+            read_bounded(zero, 1 << 20).unwrap_err(),
+            "larger than 1 MiB"
+        );
+        assert_eq!(
+            read_lines_bounded(zero, 1 << 20).unwrap_err(),
+            "line 1: longer than 1 MiB"
+        );
+    }
+
+    #[test]
+    fn names_a_byte_order_mark_and_bytes_that_are_not_utf8() {
+        let bom = file("bom", "\u{feff}{}".as_bytes());
+        assert!(
+            read_bounded(&bom, 100)
+                .unwrap_err()
+                .contains("starts with a byte-order mark")
+        );
+        let latin1 = file("latin1", b"{\n  \"a\": \"caf\xe9\"\n}");
+        assert_eq!(
+            read_bounded(&latin1, 100).unwrap_err(),
+            "line 2 column 12: not UTF-8 text (byte 13 of the file)"
+        );
+    }
+}
