@@ -62,7 +62,7 @@ fn cannot_read(e: std::io::Error) -> String {
 
 /// `limit` bytes in words: "64 MiB", "1048576 bytes".
 fn size(limit: u64) -> String {
-    if limit >= 1 << 20 && limit % (1 << 20) == 0 {
+    if limit >= 1 << 20 && limit.is_multiple_of(1 << 20) {
         format!("{} MiB", limit >> 20)
     } else {
         format!("{limit} bytes")
