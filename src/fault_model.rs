@@ -298,12 +298,21 @@ fn err<T>(field: String, message: String) -> Result<T, ScenarioError> {
     Err(ScenarioError { field, message })
 }
 
+/// A number from a scenario, for a message: `1e300`, not its 301 digits.
+fn shown(p: f64) -> String {
+    if p != 0.0 && !(1e-6..1e6).contains(&p.abs()) {
+        format!("{p:e}")
+    } else {
+        p.to_string()
+    }
+}
+
 fn check_probability(field: &str, r: Range<f64>) -> Result<(), ScenarioError> {
     for p in r {
         if !(0.0..=1.0).contains(&p) || p.is_nan() {
             return err(
                 field.into(),
-                format!("{p} is not a probability between 0 and 1"),
+                format!("{} is not a probability between 0 and 1", shown(p)),
             );
         }
     }
@@ -381,7 +390,7 @@ fn check_rate(field: &str, r: Range<f64>) -> Result<(), ScenarioError> {
         if !(0.0..=600.0).contains(&p) || p.is_nan() {
             return err(
                 field.into(),
-                format!("{p} is not a rate between 0 and 600 per minute"),
+                format!("{} is not a rate between 0 and 600 per minute", shown(p)),
             );
         }
     }
@@ -390,7 +399,10 @@ fn check_rate(field: &str, r: Range<f64>) -> Result<(), ScenarioError> {
 
 fn check_share(field: &str, p: f64) -> Result<(), ScenarioError> {
     if !(0.0..=1.0).contains(&p) || p.is_nan() {
-        return err(field.into(), format!("{p} is not a share between 0 and 1"));
+        return err(
+            field.into(),
+            format!("{} is not a share between 0 and 1", shown(p)),
+        );
     }
     Ok(())
 }

@@ -954,3 +954,20 @@ fn a_byte_order_mark_or_bytes_that_are_not_utf8_are_named() {
         ],
     );
 }
+
+#[test]
+fn a_huge_or_tiny_number_is_shown_short_in_a_message() {
+    for (value, shown) in [(1e300, "1e300"), (-1e-300, "-1e-300"), (2.5, "2.5")] {
+        let path = edited("huge.json", |v| {
+            v["faults"]["crash"]["per_step"] = serde_json::json!([0, value]);
+        });
+        let o = run_path(&path);
+        assert_bad_input(
+            &o,
+            &[&format!(
+                "faults.crash.per_step: {shown} is not a probability"
+            )],
+        );
+        assert!(stderr(&o).len() < 200, "{}", stderr(&o));
+    }
+}
