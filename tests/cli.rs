@@ -971,3 +971,42 @@ fn a_huge_or_tiny_number_is_shown_short_in_a_message() {
         assert!(stderr(&o).len() < 200, "{}", stderr(&o));
     }
 }
+
+#[test]
+fn sweep_out_in_a_missing_directory_or_shared_with_junit_is_named_before_any_work() {
+    let o = leasehold(&[
+        "sweep",
+        "scenarios/friday-rush.json",
+        "--seeds",
+        "1..2",
+        "--out",
+        "/nonexistent-leasehold-dir/results.jsonl",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o).trim(),
+        "error: --out /nonexistent-leasehold-dir/results.jsonl: the directory /nonexistent-leasehold-dir does not exist"
+    );
+    assert!(stdout(&o).is_empty(), "no sweep ran: {}", stdout(&o));
+
+    let dir = std::env::temp_dir().join(format!("leasehold-cli-{}-both", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let same = dir.join("report");
+    let o = leasehold(&[
+        "sweep",
+        "scenarios/friday-rush.json",
+        "--seeds",
+        "1..2",
+        "--out",
+        same.to_str().unwrap(),
+        "--junit",
+        same.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is also the --out file"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!same.exists(), "nothing written");
+}

@@ -111,6 +111,19 @@ pub fn output_file(flag: &str, out: &Path, inputs: &[&Path]) -> Result<(), u8> {
 /// Refuse an output path that is the command's own input: writing it would
 /// destroy what the command reads (`run S --trace S` truncated the scenario).
 pub fn not_the_input(flag: &str, out: &Path, input: &Path) -> Result<(), u8> {
+    if names_one_file(out, input) {
+        return Err(bad_input(format!(
+            "{flag} {}: is the input file {}; write the output elsewhere",
+            out.display(),
+            input.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Whether two paths name one file, whether or not it exists yet: the same
+/// path spelt differently (`./x`, `..`, a symlink) or a hard link.
+pub fn names_one_file(a: &Path, b: &Path) -> bool {
     // A file not written yet is named by its directory's canonical path.
     let canonical = |p: &Path| {
         p.canonicalize().ok().or_else(|| {
@@ -121,14 +134,7 @@ pub fn not_the_input(flag: &str, out: &Path, input: &Path) -> Result<(), u8> {
             Some(dir.canonicalize().ok()?.join(p.file_name()?))
         })
     };
-    let same_path = matches!((canonical(out), canonical(input)), (Some(a), Some(b)) if a == b);
+    let same_path = matches!((canonical(a), canonical(b)), (Some(x), Some(y)) if x == y);
     // A hard link has a path of its own: only the file's identity tells.
-    if same_path || same_file::is_same_file(out, input).unwrap_or(false) {
-        return Err(bad_input(format!(
-            "{flag} {}: is the input file {}; write the output elsewhere",
-            out.display(),
-            input.display()
-        )));
-    }
-    Ok(())
+    same_path || same_file::is_same_file(a, b).unwrap_or(false)
 }

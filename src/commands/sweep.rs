@@ -233,14 +233,20 @@ pub fn sweep(args: &SweepArgs) -> u8 {
     // written at the end, so it is proved writable now. The results file is
     // an input too.
     if let Some(out) = &args.out
-        && let Err(code) = super::not_the_input("--out", out, &args.scenario)
+        && let Err(code) = super::output_file("--out", out, &[&args.scenario])
     {
         return code;
     }
     if let Some(junit) = &args.junit {
-        let mut inputs = vec![args.scenario.as_path()];
-        inputs.extend(args.out.as_deref());
-        if let Err(code) = super::output_file("--junit", junit, &inputs) {
+        if let Some(out) = &args.out
+            && super::names_one_file(junit, out)
+        {
+            return bad_input(format!(
+                "--junit {}: is also the --out file; the results and the JUnit report need a file each",
+                junit.display()
+            ));
+        }
+        if let Err(code) = super::output_file("--junit", junit, &[&args.scenario]) {
             return code;
         }
     }
