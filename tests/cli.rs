@@ -1010,3 +1010,30 @@ fn sweep_out_in_a_missing_directory_or_shared_with_junit_is_named_before_any_wor
     );
     assert!(!same.exists(), "nothing written");
 }
+
+#[test]
+fn a_failure_file_or_trace_given_as_a_scenario_is_named_as_such() {
+    let failure = "scenarios/regressions/claim-ack-lost.failure.json";
+    for args in [
+        vec!["run", failure, "--seed", "1"],
+        vec!["sweep", failure, "--seeds", "1..2"],
+        vec!["shrink", failure, "--seed", "1"],
+    ] {
+        let o = leasehold(&args);
+        assert_bad_input(&o, &["this is a failure file", "leasehold replay"]);
+    }
+    let dir = std::env::temp_dir().join(format!("leasehold-cli-{}-kind", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("t.jsonl");
+    let o = leasehold(&[
+        "run",
+        "scenarios/friday-rush.json",
+        "--seed",
+        "1",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = leasehold(&["run", trace.to_str().unwrap(), "--seed", "1"]);
+    assert_bad_input(&o, &["this is a trace", "leasehold explain"]);
+}

@@ -26,7 +26,42 @@ pub fn bad_input(message: impl std::fmt::Display) -> u8 {
 }
 
 pub fn load_scenario(path: &Path) -> Result<ValidScenario, u8> {
-    Scenario::load(path).map_err(|e| bad_input(format!("scenario {}: {e}", path.display())))
+    Scenario::load(path).map_err(|e| match run_file_kind(path) {
+        // The usual mix-up: a file `shrink` or `run --trace` wrote, handed
+        // to a command that wants the scenario; say so instead of listing
+        // the scenario's fields.
+        Some(kind) => bad_input(format!(
+            "scenario {}: this is a {kind}, not a scenario; replay it with `leasehold replay {}` or read it with `leasehold explain {}`",
+            path.display(),
+            leasehold::shell_word(path),
+            leasehold::shell_word(path)
+        )),
+        None => bad_input(format!("scenario {}: {e}", path.display())),
+    })
+}
+
+/// Whether `path` starts like a failure file or a trace (their `format`
+/// field comes first), judged from its first few KiB only.
+fn run_file_kind(path: &Path) -> Option<&'static str> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(4096)
+        .read_to_end(&mut head)
+        .ok()?;
+    let head = String::from_utf8_lossy(&head);
+    let format_is = |prefix: &str| {
+        head.contains(&format!("\"format\": \"{prefix}"))
+            || head.contains(&format!("\"format\":\"{prefix}"))
+    };
+    if format_is("leasehold-failure/") {
+        Some("failure file (from `leasehold shrink`)")
+    } else if format_is("leasehold-trace/") {
+        Some("trace (from `leasehold run --trace`)")
+    } else {
+        None
+    }
 }
 
 /// A failure file or a trace, for `replay`, `explain` and `export`: read,
