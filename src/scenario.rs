@@ -300,7 +300,24 @@ impl Scenario {
                 ),
             );
         }
-        let scenario: Scenario = serde_json::from_str(text).map_err(json_error)?;
+        let scenario: Scenario = match serde_json::from_str(text) {
+            Ok(scenario) => scenario,
+            Err(e) => {
+                let located = json_error(e);
+                // Read again from the parsed value to name the field: the
+                // text reader knows the line, not the path, and says only
+                // "expected value" for a number where a name belongs. (A key
+                // given twice reads from the value, which kept the last: the
+                // text reader's error then stands alone.)
+                return Err(match crate::trace::from_value_named::<Scenario>(&value) {
+                    Err(named) => ScenarioError {
+                        field: located.field,
+                        message: named,
+                    },
+                    Ok(_) => located,
+                });
+            }
+        };
         // serde's derive also reads an array by position and an enum tag by
         // its index: refuse what this file format never holds.
         crate::strict_json::check_shape(&value, &scenario).map_err(|e| ScenarioError {

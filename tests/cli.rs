@@ -1037,3 +1037,19 @@ fn a_failure_file_or_trace_given_as_a_scenario_is_named_as_such() {
     let o = leasehold(&["run", trace.to_str().unwrap(), "--seed", "1"]);
     assert_bad_input(&o, &["this is a trace", "leasehold explain"]);
 }
+
+#[test]
+fn a_wrong_type_in_a_scenario_names_its_field() {
+    // serde_json's text reader says only "expected value" for a number
+    // where a name belongs, and a scheduled fault's error points past it.
+    let dedup = edited("dedup-number.json", |v| {
+        v["services"][0]["dedup"] = 1.into()
+    });
+    assert_bad_input(&run_path(&dedup), &["services[0].dedup", "integer `1`"]);
+    let at = edited("scheduled-at-string.json", |v| {
+        v["faults"]["scheduled"] = serde_json::json!([
+            {"kind": "pause", "at_ms": "5000", "node": "worker-0", "duration_ms": 1000}
+        ])
+    });
+    assert_bad_input(&run_path(&at), &["faults.scheduled[0].at_ms", "\"5000\""]);
+}
