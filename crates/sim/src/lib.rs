@@ -28,7 +28,10 @@ pub use faults::{
 };
 pub use node::{Node, NodeId, NodeSpec};
 pub use queue::{EventQueue, TimerQueue};
-pub use record::{Actor, InputSummary, LossReason, NullObserver, Observer, Record, RecordKind};
+pub use record::{
+    Actor, InputSummary, LossReason, NullObserver, Observer, OwnedRecord, OwnedRecordKind, Record,
+    RecordKind,
+};
 pub use rng::{Concern, RngStreams};
 pub use services::{Dedup, EffectService, ServiceSpec};
 pub use simulation::{

@@ -1,15 +1,16 @@
 //! What the simulator tells observers. Checkers, trace writers and the trace
-//! hash all see the same stream of records, in the same order.
+//! hash all see the same stream of records, in the same order. Trace readers
+//! read them back as [`OwnedRecord`]s.
 
 use crate::faults::{Fault, Leg};
 use crate::node::NodeId;
 use leasehold_interface::{
     Document, EffectReply, EffectRequest, Input, Instant, RequestId, StoreReply, StoreRequest,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Who sent a request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(tag = "actor", rename_all = "snake_case")]
 pub enum Actor {
     Node {
@@ -22,7 +23,7 @@ pub enum Actor {
 
 /// A node's input with the bulky payloads left out (the store record already
 /// carries them).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "input", rename_all = "snake_case")]
 pub enum InputSummary {
     Start,
@@ -50,7 +51,7 @@ impl InputSummary {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LossReason {
     /// A planned message fault dropped it.
@@ -125,6 +126,145 @@ pub struct Record<'a, K, V, E> {
     pub time_us: u64,
     #[serde(flatten)]
     pub kind: RecordKind<'a, K, V, E>,
+}
+
+/// A [`Record`] read back from its JSON (a trace file's line): owned, where
+/// a `Record` borrows from the running simulation. For reading only: it is
+/// written again through [`OwnedRecord::as_record`], so how a record looks
+/// in JSON has one definition, `Record`'s.
+#[derive(Debug, Deserialize)]
+pub struct OwnedRecord<K, V, E> {
+    pub time_us: u64,
+    #[serde(flatten)]
+    pub kind: OwnedRecordKind<K, V, E>,
+}
+
+/// [`RecordKind`], owned; the same tags and fields.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum OwnedRecordKind<K, V, E> {
+    Step {
+        node: NodeId,
+        incarnation: u32,
+        local: Instant,
+        input: InputSummary,
+    },
+    Store {
+        actor: Actor,
+        request: RequestId,
+        op: StoreRequest<K, V>,
+        reply: StoreReply<K, V>,
+        before: Option<Document<K, V>>,
+    },
+    Effect {
+        actor: Actor,
+        request: RequestId,
+        call: EffectRequest,
+        outcome: EffectReply,
+        decided_us: u64,
+        sent_us: u64,
+    },
+    Lost {
+        node: NodeId,
+        incarnation: u32,
+        request: RequestId,
+        leg: Leg,
+        reason: LossReason,
+    },
+    Event {
+        node: NodeId,
+        incarnation: u32,
+        event: E,
+    },
+    Fault(Fault),
+    Exit {
+        node: NodeId,
+        incarnation: u32,
+    },
+    Dropped {
+        node: NodeId,
+        incarnation: u32,
+    },
+    HealPhase,
+}
+
+impl<K, V, E> OwnedRecord<K, V, E> {
+    /// The record this was read from, to be written (or compared) again.
+    pub fn as_record(&self) -> Record<'_, K, V, E> {
+        use OwnedRecordKind as O;
+        use RecordKind as R;
+        let kind = match &self.kind {
+            &O::Step {
+                node,
+                incarnation,
+                local,
+                input,
+            } => R::Step {
+                node,
+                incarnation,
+                local,
+                input,
+            },
+            O::Store {
+                actor,
+                request,
+                op,
+                reply,
+                before,
+            } => R::Store {
+                actor: *actor,
+                request: *request,
+                op,
+                reply,
+                before: before.as_ref(),
+            },
+            &O::Effect {
+                actor,
+                request,
+                call,
+                outcome,
+                decided_us,
+                sent_us,
+            } => R::Effect {
+                actor,
+                request,
+                call,
+                outcome,
+                decided_us,
+                sent_us,
+            },
+            &O::Lost {
+                node,
+                incarnation,
+                request,
+                leg,
+                reason,
+            } => R::Lost {
+                node,
+                incarnation,
+                request,
+                leg,
+                reason,
+            },
+            O::Event {
+                node,
+                incarnation,
+                event,
+            } => R::Event {
+                node: *node,
+                incarnation: *incarnation,
+                event,
+            },
+            O::Fault(fault) => R::Fault(*fault),
+            &O::Exit { node, incarnation } => R::Exit { node, incarnation },
+            &O::Dropped { node, incarnation } => R::Dropped { node, incarnation },
+            O::HealPhase => R::HealPhase,
+        };
+        Record {
+            time_us: self.time_us,
+            kind,
+        }
+    }
 }
 
 pub trait Observer<K, V, E> {
