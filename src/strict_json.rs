@@ -120,6 +120,64 @@ pub fn check_shape<T: Serialize>(input: &Value, typed: &T) -> Result<(), ShapeEr
     walk(input, &canonical, &mut path)
 }
 
+/// Check `input`, the JSON a file held, against `canonical`, the JSON that
+/// what it was read into writes: they must be the same, but for key order.
+/// For lines leasehold writes and reads back whole (trace records), where
+/// serde's defaults would read an unknown key, a missing optional field, a
+/// tag given as a number or a struct given as an array without a word.
+/// Errors name the field (`op.index: missing`).
+pub fn check_exact(input: &Value, canonical: &Value) -> Result<(), ShapeError> {
+    let mut path = String::new();
+    exact(input, canonical, &mut path)
+}
+
+fn exact(input: &Value, canonical: &Value, path: &mut String) -> Result<(), ShapeError> {
+    let at = |path: &str, key: &str| {
+        if path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{path}.{key}")
+        }
+    };
+    let error = |path: String, message: String| Err(ShapeError { path, message });
+    match (input, canonical) {
+        (Value::Object(input), Value::Object(canonical)) => {
+            if let Some(key) = input.keys().find(|k| !canonical.contains_key(*k)) {
+                return error(at(path, key), "not a field leasehold writes here".into());
+            }
+            if let Some(key) = canonical.keys().find(|k| !input.contains_key(*k)) {
+                let shown = &canonical[key];
+                return error(at(path, key), format!("missing (leasehold writes {shown})"));
+            }
+            for (key, value) in input {
+                let len = path.len();
+                *path = at(path, key);
+                exact(value, &canonical[key], path)?;
+                path.truncate(len);
+            }
+            Ok(())
+        }
+        (Value::Array(items), Value::Array(written)) if items.len() == written.len() => {
+            for (i, (value, c)) in items.iter().zip(written).enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                exact(value, c, path)?;
+                path.truncate(len);
+            }
+            Ok(())
+        }
+        _ if input == canonical => Ok(()),
+        _ if kind(input) != kind(canonical) => error(
+            path.clone(),
+            format!("expected {}, found {}", kind(canonical), kind(input)),
+        ),
+        _ => error(
+            path.clone(),
+            format!("{input} reads as {canonical}, which is what leasehold writes"),
+        ),
+    }
+}
+
 /// What `value` is, for a message: "an array".
 pub fn kind(value: &Value) -> &'static str {
     match value {

@@ -1,7 +1,8 @@
 //! Trace files: JSON Lines. Line 1 is a header (format, leasehold version, the
 //! scenario's full text, seed, variant); then one record a line; last, an
-//! `end` line with the trace hash, the event count and the verdict. `replay`
-//! re-runs from the header alone and compares every record and the end line.
+//! `end` line with the trace hash, the event count and the verdict. Reading
+//! checks every line ([`check_record`]); `replay` then re-runs from the
+//! header alone and compares every record and the end line.
 //!
 //! Also what the file formats share: telling which kind of file a reader was
 //! given ([`replay_input`]), errors that name the field they are about
@@ -11,7 +12,7 @@
 use crate::run::{LEASEHOLD_VERSION, RunOutcome};
 use leasehold_check::Invariant;
 use leasehold_protocol::{DocKey, DocValue, LeaseEvent, Variant};
-use leasehold_sim::{Observer, Record};
+use leasehold_sim::{Observer, OwnedRecord, Record};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -197,10 +198,10 @@ impl TraceFile {
                 ));
             }
         };
+        // Before any comparison with a re-run: a line that is not a record is
+        // a corrupt file, not a simulator that changed.
         for (i, line) in lines.iter().enumerate().take(last - 1).skip(1) {
-            if serde_json::from_str::<serde_json::Value>(line).is_err() {
-                return Err(format!("line {}: not a JSON record", i + 1));
-            }
+            check_record(line).map_err(|e| format!("line {}: {e}", i + 1))?;
         }
         lines.truncate(last - 1);
         let records = lines.drain(1..).map(str::to_string).collect();
@@ -210,6 +211,28 @@ impl TraceFile {
             footer,
         })
     }
+}
+
+/// Check that `line` is a record as a run writes it: JSON with no key twice,
+/// that reads as a record (known kind, fields of the right types, none
+/// unknown) and writes back as the same JSON. Errors name the field.
+pub fn check_record(line: &str) -> Result<(), String> {
+    let value = crate::strict_json::parse(line).map_err(|e| {
+        if crate::strict_json::is_duplicate(&e) {
+            strip_position(&e)
+        } else {
+            format!(
+                "not a JSON record (column {}: {})",
+                e.column(),
+                strip_position(&e)
+            )
+        }
+    })?;
+    let record: OwnedRecord<DocKey, DocValue, LeaseEvent> =
+        from_value_named(&value).map_err(|e| format!("not a trace record: {e}"))?;
+    let written = serde_json::to_value(record.as_record()).expect("records always serialise");
+    crate::strict_json::check_exact(&value, &written)
+        .map_err(|e| format!("not a trace record as leasehold writes it: {e}"))
 }
 
 /// Compares a re-run's records, one by one, with a trace file's.
@@ -492,24 +515,58 @@ pub fn from_value_named<T: DeserializeOwned>(value: &Value) -> Result<T, String>
             _ => break,
         };
     }
-    if let Value::Object(object) = at {
-        let quoted: Vec<&String> = object
-            .iter()
-            .filter(|(_, v)| mentions(&message, v))
-            .map(|(k, _)| k)
-            .collect();
-        if let [key] = quoted[..] {
-            if !name.is_empty() {
-                name.push('.');
-            }
-            name.push_str(key);
+    // Inside an internally tagged enum (or a flattened struct) serde reads
+    // from a buffer and the path ends there: the one field whose value the
+    // message quotes, at any depth below, is the one it is about.
+    let mut quoted = Vec::new();
+    quoting(&message, at, &mut String::new(), &mut quoted);
+    if let [key] = &quoted[..] {
+        if !name.is_empty() && !key.starts_with('[') {
+            name.push('.');
         }
+        name.push_str(key);
     }
     Err(if name.is_empty() {
         message
     } else {
         format!("{name}: {message}")
     })
+}
+
+/// The paths below `value` (objects' fields and arrays' items) whose value
+/// `message` quotes; a field directly below counts before deeper ones.
+fn quoting(message: &str, value: &Value, path: &mut String, found: &mut Vec<String>) {
+    let children: Vec<(String, &Value)> = match value {
+        Value::Object(object) => object.iter().map(|(k, v)| (k.clone(), v)).collect(),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (format!("[{i}]"), v))
+            .collect(),
+        _ => return,
+    };
+    let join = |path: &str, key: &str| {
+        if path.is_empty() || key.starts_with('[') {
+            format!("{path}{key}")
+        } else {
+            format!("{path}.{key}")
+        }
+    };
+    let direct: Vec<String> = children
+        .iter()
+        .filter(|(_, v)| mentions(message, v))
+        .map(|(k, _)| join(path, k))
+        .collect();
+    if !direct.is_empty() {
+        found.extend(direct);
+        return;
+    }
+    for (key, child) in children {
+        let len = path.len();
+        *path = join(path, &key);
+        quoting(message, child, path, found);
+        path.truncate(len);
+    }
 }
 
 /// Whether a serde error message shows `value` as what it did not expect.

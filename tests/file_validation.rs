@@ -301,6 +301,109 @@ fn explain_and_export_of_an_edited_trace_say_it_is_not_the_re_run() {
     }
 }
 
+/// `line` with the first `from` replaced by `to`; `from` must be there.
+fn edit(line: &str, from: &str, to: &str) -> String {
+    assert!(line.contains(from), "{from} in {line}");
+    line.replacen(from, to, 1)
+}
+
+#[test]
+fn a_trace_record_that_is_not_a_record_is_bad_input_for_replay_explain_and_export() {
+    let dir = scratch("corrupt-record");
+    let (path, lines) = trace(&dir);
+    let svg = dir.join("timeline.svg");
+    let first = |kind: &str| {
+        lines
+            .iter()
+            .position(|l| l.contains(&format!("\"kind\":\"{kind}\"")))
+            .unwrap()
+    };
+    let (step, store, event) = (first("step"), first("store"), first("event"));
+    type Edit = (usize, fn(&str) -> String, &'static str);
+    let cases: [Edit; 8] = [
+        (
+            step,
+            |l| edit(l, "\"time_us\":0,", "\"time_us\":\"x\","),
+            "time_us: invalid type: string \"x\"",
+        ),
+        (
+            step,
+            |l| edit(l, "\"kind\":\"step\"", "\"kind\":\"zzz\""),
+            "kind: unknown variant `zzz`",
+        ),
+        (
+            step,
+            |l| edit(l, "\"kind\":", "\"zzz\":1,\"kind\":"),
+            "unknown field `zzz`",
+        ),
+        (
+            step,
+            |l| edit(l, "\"kind\":", "\"node\":0,\"kind\":"),
+            "duplicate field \"node\"",
+        ),
+        (
+            step,
+            |_| "{\"time_us\": 0, \"kind\"".into(),
+            "not a JSON record",
+        ),
+        // Nested: a tag as the number serde reads by position, a field the
+        // event type would skip, an optional field left out.
+        (
+            step,
+            |l| edit(l, "{\"input\":\"start\"}", "{\"input\":0}"),
+            "input.input: expected a string, found a number",
+        ),
+        (
+            event,
+            |l| edit(l, "{\"event\":", "{\"zzz\":1,\"event\":"),
+            "event.zzz: not a field leasehold writes here",
+        ),
+        (
+            store,
+            |l| edit(l, ",\"before\":null", ""),
+            "before: missing",
+        ),
+    ];
+    for (at, corrupt, field) in cases {
+        let mut edited = lines.clone();
+        edited[at] = corrupt(&edited[at]);
+        write_lines(&path, &edited);
+        let line = format!("{}: line {}: ", path.display(), at + 1);
+        for args in [
+            &["replay", s(&path)][..],
+            &["explain", s(&path)],
+            &["export", s(&path), "--format", "svg", "--out", s(&svg)],
+        ] {
+            let o = leasehold(args);
+            assert_bad_input(&o, &[&line, field]);
+            assert!(stdout(&o).is_empty(), "{args:?}: {}", stdout(&o));
+        }
+        assert!(!svg.exists(), "export wrote {}", svg.display());
+    }
+
+    // A well-formed record that is not what the run did is a divergence.
+    let mut edited = lines.clone();
+    edited[step] = edit(&lines[step], "\"incarnation\":1", "\"incarnation\":2");
+    write_lines(&path, &edited);
+    let o = leasehold(&["replay", s(&path)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(&format!("DIVERGED at line {}", step + 1)),
+        "{}",
+        stdout(&o)
+    );
+    let o = leasehold(&["explain", s(&path)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!(
+            "differs from its re-run from line {} on",
+            step + 1
+        )),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn a_trace_end_line_is_compared_on_replay() {
     let dir = scratch("end-line");

@@ -36,7 +36,8 @@ pub fn run(path: &Path, tasks: &[u32], all: bool) -> u8 {
 
 /// Read a failure file or a trace into what re-runs it (for `explain` and
 /// `export`). What they tell or draw is the re-run; for a trace whose
-/// records are not that run (an edited or corrupt trace) a note says so.
+/// records are not that run (an edited trace; a corrupt one is refused
+/// when read) a note says so.
 pub fn load(path: &Path) -> Result<ReadRun, u8> {
     let run = super::read_run(path)?;
     if let RunFile::Trace(trace) = &run.file
