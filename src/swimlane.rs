@@ -2,6 +2,7 @@
 //! coloured by task, faults as marks, the violation highlighted. Drawn with
 //! plotters (bundled font, no system fonts needed).
 
+use crate::charts::png::PngBackend;
 use crate::charts::render::{ChartImage, draw_and_present, register_fonts};
 use crate::export::{LeaseSpan, Timeline, node_name};
 use crate::run::{RunOutcome, node_roles};
@@ -343,7 +344,7 @@ pub fn write_swimlane(
             name.push(".leasehold-tmp.png");
             out.with_file_name(name)
         };
-        let root = BitMapBackend::new(&drawn, (1400, height)).into_drawing_area();
+        let root = PngBackend::new(&drawn, (1400, height)).into_drawing_area();
         let written = draw_and_present(&chart, root, out);
         if !png_named {
             if written.is_ok() {

@@ -10,6 +10,7 @@ pub mod chart_load;
 pub mod chart_store_load;
 pub mod detection_meter;
 pub mod load_window;
+pub mod png;
 pub mod render;
 pub mod sweep_scenarios;
 pub mod table;

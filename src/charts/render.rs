@@ -3,6 +3,7 @@
 //! `ab_glyph` renderer, so nothing asks fontconfig.
 
 use super::Formats;
+use super::png::PngBackend;
 use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
 use plotters::coord::combinators::{LogCoord, WithKeyPoints};
@@ -35,15 +36,17 @@ pub const BANDS: [RGBColor; 8] = [
 
 static FONTS: Once = Once::new();
 
+pub const REGULAR_TTF: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+pub const BOLD_TTF: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans-Bold.ttf");
+
 /// Register the bundled font under the family plotters asks for by default.
+/// (PNG text is drawn by [`PngBackend`] from the same fonts.)
 pub fn register_fonts() {
     FONTS.call_once(|| {
-        let regular: &'static [u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
-        let bold: &'static [u8] = include_bytes!("../../assets/fonts/DejaVuSans-Bold.ttf");
         for family in ["sans-serif", "DejaVu Sans"] {
-            register_font(family, FontStyle::Normal, regular)
+            register_font(family, FontStyle::Normal, REGULAR_TTF)
                 .unwrap_or_else(|_| panic!("the bundled regular font is a valid TTF"));
-            register_font(family, FontStyle::Bold, bold)
+            register_font(family, FontStyle::Bold, BOLD_TTF)
                 .unwrap_or_else(|_| panic!("the bundled bold font is a valid TTF"));
         }
     });
@@ -78,7 +81,7 @@ pub fn write_images<C: ChartImage>(
     let mut written = Vec::new();
     if formats.png {
         let path = dir.join(format!("{stem}.png"));
-        let root = BitMapBackend::new(&path, (WIDTH_PX, HEIGHT_PX)).into_drawing_area();
+        let root = PngBackend::new(&path, (WIDTH_PX, HEIGHT_PX)).into_drawing_area();
         draw_and_present(chart, root, &path)?;
         written.push(path);
     }

@@ -1,0 +1,238 @@
+//! The PNG backend: plotters' `BitMapBackend` with text drawn here.
+//!
+//! plotters 0.3.7 draws `ab_glyph` text by rasterising each glyph at the
+//! origin and copying its pixels to the pen position, truncated to a whole
+//! pixel: the glyph's left side bearing is dropped, so narrow glyphs with a
+//! wide bearing ("l", "i", "1") land on their left neighbour ("cl" reads
+//! "d"). Here each glyph is placed where its font puts it (pen position from
+//! advances and kerning, outline at its own bounds) and its coverage blended
+//! into the bitmap. Layout boxes are measured as plotters measures them, so
+//! charts lay out as before.
+//!
+//! plotters also keeps the regular face for a style made bold with
+//! `FontDesc::style` (it loads the face when the font is created): the PNG
+//! titles came out regular while the SVG's are bold. Here the style picks the
+//! face, for drawing and measuring alike.
+
+use super::render::{BOLD_TTF, REGULAR_TTF};
+use ab_glyph::{Font, FontRef, GlyphId, PxScale, ScaleFont, point};
+use plotters::prelude::*;
+use plotters_backend::text_anchor::{HPos, VPos};
+use plotters_backend::{
+    BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingErrorKind, FontStyle,
+};
+use std::path::Path;
+use std::sync::LazyLock;
+
+static REGULAR: LazyLock<FontRef<'static>> = LazyLock::new(|| {
+    FontRef::try_from_slice(REGULAR_TTF).expect("the bundled regular font is a valid TTF")
+});
+static BOLD: LazyLock<FontRef<'static>> = LazyLock::new(|| {
+    FontRef::try_from_slice(BOLD_TTF).expect("the bundled bold font is a valid TTF")
+});
+
+/// The bundled face for a family and style, if the family is one
+/// `render::register_fonts` registers.
+fn bundled_face(family: &str, style: FontStyle) -> Option<&'static FontRef<'static>> {
+    if family != "sans-serif" && family != "DejaVu Sans" {
+        return None;
+    }
+    Some(match style {
+        FontStyle::Bold => &BOLD,
+        _ => &REGULAR,
+    })
+}
+
+/// The box plotters' `ab_glyph` font gives `text` (its width the sum of the
+/// advances and kerning, its height the size / 1.24), measured in `font`.
+fn layout_box(font: &FontRef<'_>, size: f64, text: &str) -> (i32, i32) {
+    let font = font.as_scaled(PxScale::from(size as f32));
+    let mut width = 0f32;
+    let mut prev: Option<GlyphId> = None;
+    for c in text.chars() {
+        let id = font.glyph_id(c);
+        width += font.h_advance(id);
+        if let Some(p) = prev {
+            width += font.kern(p, id);
+        }
+        prev = Some(id);
+    }
+    (width as i32, (size / 1.24) as i32)
+}
+
+/// Every pixel of `text` set in `font` at `size` px, as (x, y, coverage)
+/// relative to the top left of plotters' layout box: pen from x = 0, the
+/// baseline on the pixel row plotters puts it on (half the size down).
+fn text_coverage(
+    font: &FontRef<'_>,
+    size: f64,
+    text: &str,
+    mut put: impl FnMut(i32, i32, f32),
+) {
+    let font = font.as_scaled(PxScale::from(size as f32));
+    let baseline = (size as f32 / 2.0).ceil();
+    let mut pen = 0f32;
+    let mut prev: Option<GlyphId> = None;
+    for c in text.chars() {
+        let id = font.glyph_id(c);
+        if let Some(p) = prev {
+            pen += font.kern(p, id);
+        }
+        prev = Some(id);
+        let glyph = id.with_scale_and_position(font.scale(), point(pen, baseline));
+        if let Some(outline) = font.outline_glyph(glyph) {
+            let bounds = outline.px_bounds();
+            let (left, top) = (bounds.min.x as i32, bounds.min.y as i32);
+            outline.draw(|x, y, coverage| put(left + x as i32, top + y as i32, coverage));
+        }
+        pen += font.h_advance(id);
+    }
+}
+
+/// `BitMapBackend` writing a PNG, with the bundled font's text laid out
+/// right. Everything but text is the bitmap backend's own drawing.
+pub struct PngBackend<'a> {
+    inner: BitMapBackend<'a>,
+}
+
+impl<'a> PngBackend<'a> {
+    pub fn new<P: AsRef<Path> + ?Sized>(path: &'a P, size: (u32, u32)) -> Self {
+        Self {
+            inner: BitMapBackend::new(path, size),
+        }
+    }
+}
+
+type Drawn<E> = Result<(), DrawingErrorKind<E>>;
+
+impl<'a> DrawingBackend for PngBackend<'a> {
+    type ErrorType = <BitMapBackend<'a> as DrawingBackend>::ErrorType;
+
+    fn get_size(&self) -> (u32, u32) {
+        self.inner.get_size()
+    }
+
+    fn ensure_prepared(&mut self) -> Drawn<Self::ErrorType> {
+        self.inner.ensure_prepared()
+    }
+
+    fn present(&mut self) -> Drawn<Self::ErrorType> {
+        self.inner.present()
+    }
+
+    fn draw_pixel(&mut self, point: BackendCoord, color: BackendColor) -> Drawn<Self::ErrorType> {
+        self.inner.draw_pixel(point, color)
+    }
+
+    fn draw_line<S: BackendStyle>(
+        &mut self,
+        from: BackendCoord,
+        to: BackendCoord,
+        style: &S,
+    ) -> Drawn<Self::ErrorType> {
+        self.inner.draw_line(from, to, style)
+    }
+
+    fn draw_rect<S: BackendStyle>(
+        &mut self,
+        upper_left: BackendCoord,
+        bottom_right: BackendCoord,
+        style: &S,
+        fill: bool,
+    ) -> Drawn<Self::ErrorType> {
+        self.inner.draw_rect(upper_left, bottom_right, style, fill)
+    }
+
+    fn draw_path<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
+        &mut self,
+        path: I,
+        style: &S,
+    ) -> Drawn<Self::ErrorType> {
+        self.inner.draw_path(path, style)
+    }
+
+    fn draw_circle<S: BackendStyle>(
+        &mut self,
+        center: BackendCoord,
+        radius: u32,
+        style: &S,
+        fill: bool,
+    ) -> Drawn<Self::ErrorType> {
+        self.inner.draw_circle(center, radius, style, fill)
+    }
+
+    fn fill_polygon<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
+        &mut self,
+        vert: I,
+        style: &S,
+    ) -> Drawn<Self::ErrorType> {
+        self.inner.fill_polygon(vert, style)
+    }
+
+    fn blit_bitmap(
+        &mut self,
+        pos: BackendCoord,
+        (iw, ih): (u32, u32),
+        src: &[u8],
+    ) -> Drawn<Self::ErrorType> {
+        self.inner.blit_bitmap(pos, (iw, ih), src)
+    }
+
+    /// plotters' own estimate, measured in the face [`Self::draw_text`]
+    /// draws: plotters measures (and draws) a bold style in the regular face.
+    fn estimate_text_size<TStyle: BackendTextStyle>(
+        &self,
+        text: &str,
+        style: &TStyle,
+    ) -> Result<(u32, u32), DrawingErrorKind<Self::ErrorType>> {
+        let Some(font) = bundled_face(style.family().as_str(), style.style()) else {
+            return self.inner.estimate_text_size(text, style);
+        };
+        let (width, height) = layout_box(font, style.size(), text);
+        Ok((width as u32, height as u32))
+    }
+
+    /// plotters' own `draw_text` (anchor from its layout box, then the
+    /// rotation), with the glyphs from [`text_coverage`].
+    fn draw_text<TStyle: BackendTextStyle>(
+        &mut self,
+        text: &str,
+        style: &TStyle,
+        pos: BackendCoord,
+    ) -> Drawn<Self::ErrorType> {
+        let Some(font) = bundled_face(style.family().as_str(), style.style()) else {
+            return self.inner.draw_text(text, style, pos);
+        };
+        let color = style.color();
+        if color.alpha == 0.0 {
+            return Ok(());
+        }
+        let (width, height) = layout_box(font, style.size(), text);
+        let dx = match style.anchor().h_pos {
+            HPos::Left => 0,
+            HPos::Right => -width,
+            HPos::Center => -width / 2,
+        };
+        let dy = match style.anchor().v_pos {
+            VPos::Top => 0,
+            VPos::Center => -height / 2,
+            VPos::Bottom => -height,
+        };
+        let trans = style.transform();
+        let (w, h) = self.get_size();
+        let mut result = Ok(());
+        text_coverage(font, style.size(), text, |x, y, coverage| {
+            if result.is_err() {
+                return;
+            }
+            let (x, y) = trans.transform(x + dx, y + dy);
+            let (x, y) = (pos.0 + x, pos.1 + y);
+            if x >= 0 && x < w as i32 && y >= 0 && y < h as i32 {
+                result = self
+                    .inner
+                    .draw_pixel((x, y), color.mix(f64::from(coverage)));
+            }
+        });
+        result
+    }
+}
