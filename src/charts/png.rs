@@ -63,12 +63,7 @@ fn layout_box(font: &FontRef<'_>, size: f64, text: &str) -> (i32, i32) {
 /// Every pixel of `text` set in `font` at `size` px, as (x, y, coverage)
 /// relative to the top left of plotters' layout box: pen from x = 0, the
 /// baseline on the pixel row plotters puts it on (half the size down).
-fn text_coverage(
-    font: &FontRef<'_>,
-    size: f64,
-    text: &str,
-    mut put: impl FnMut(i32, i32, f32),
-) {
+fn text_coverage(font: &FontRef<'_>, size: f64, text: &str, mut put: impl FnMut(i32, i32, f32)) {
     let font = font.as_scaled(PxScale::from(size as f32));
     let baseline = (size as f32 / 2.0).ceil();
     let mut pen = 0f32;
@@ -99,6 +94,13 @@ impl<'a> PngBackend<'a> {
     pub fn new<P: AsRef<Path> + ?Sized>(path: &'a P, size: (u32, u32)) -> Self {
         Self {
             inner: BitMapBackend::new(path, size),
+        }
+    }
+
+    /// Draw into `buf`, RGB rows of `size.0` pixels.
+    pub fn with_buffer(buf: &'a mut [u8], size: (u32, u32)) -> Self {
+        Self {
+            inner: BitMapBackend::with_buffer(buf, size),
         }
     }
 }
@@ -234,5 +236,86 @@ impl<'a> DrawingBackend for PngBackend<'a> {
             }
         });
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::charts::render::register_fonts;
+
+    const SIZE: f64 = 60.0;
+    const LEFT: i32 = 20;
+
+    /// The columns, left to right, where `text` drawn black on white from
+    /// `LEFT` has a pixel darker than mid-grey, as runs [first, last].
+    fn ink_runs(text: &str, style: FontStyle) -> Vec<(i32, i32)> {
+        register_fonts();
+        let (w, h) = (600u32, 120u32);
+        let mut buf = vec![255u8; (w * h * 3) as usize];
+        {
+            let root = PngBackend::with_buffer(&mut buf, (w, h)).into_drawing_area();
+            let font = ("sans-serif", SIZE).into_font().style(style).color(&BLACK);
+            root.draw(&Text::new(text, (LEFT, 20), font)).unwrap();
+            root.present().unwrap();
+        }
+        let inked = |x: u32| (0..h).any(|y| buf[((y * w + x) * 3) as usize] < 128);
+        let mut runs: Vec<(i32, i32)> = Vec::new();
+        for x in 0..w {
+            if inked(x) {
+                match runs.last_mut() {
+                    Some(run) if run.1 == x as i32 - 1 => run.1 = x as i32,
+                    _ => runs.push((x as i32, x as i32)),
+                }
+            }
+        }
+        runs
+    }
+
+    /// Each glyph's outline where the font's own metrics put it (advances,
+    /// kerning, the outline's bounds in font units), from `LEFT`: [left,
+    /// right] in pixels.
+    fn font_layout(text: &str, font: &FontRef<'_>) -> Vec<(f32, f32)> {
+        let font = font.as_scaled(PxScale::from(SIZE as f32));
+        let mut pen = LEFT as f32;
+        let mut prev: Option<GlyphId> = None;
+        let mut out = Vec::new();
+        for c in text.chars() {
+            let id = font.glyph_id(c);
+            if let Some(p) = prev {
+                pen += font.kern(p, id);
+            }
+            prev = Some(id);
+            if let Some(outline) = font.font().outline(id) {
+                let k = font.h_scale_factor();
+                out.push((
+                    pen + outline.bounds.min.x * k,
+                    pen + outline.bounds.max.x * k,
+                ));
+            }
+            pen += font.h_advance(id);
+        }
+        out
+    }
+
+    /// "cl" read "d" and "reclaimer" "redaimer": glyphs were drawn without
+    /// their left side bearing. Each glyph's ink now stands where the font
+    /// puts its outline, both edges within a pixel and a half (anti-aliased
+    /// edges), so the blank between two glyphs is the font's too. Bold is
+    /// drawn bold (plotters drew it in the regular face).
+    #[test]
+    fn png_glyphs_stand_where_the_font_puts_them() {
+        for (style, font) in [(FontStyle::Normal, &*REGULAR), (FontStyle::Bold, &*BOLD)] {
+            for text in ["clil", "1l1"] {
+                let runs = ink_runs(text, style);
+                let want = font_layout(text, font);
+                let why = format!("{text} {}: ink {runs:?}, font {want:?}", style.as_str());
+                assert_eq!(runs.len(), want.len(), "{why}");
+                for (&(first, last), &(left, right)) in runs.iter().zip(&want) {
+                    assert!((first as f32 - left).abs() <= 1.5, "{why}");
+                    assert!((last as f32 + 1.0 - right).abs() <= 1.5, "{why}");
+                }
+            }
+        }
     }
 }
