@@ -184,6 +184,10 @@ fn export_writes_png_and_refuses_an_extension_of_another_format() {
             "{name}"
         );
     }
+    // Same input, same picture: the three renders are byte-identical.
+    let a = std::fs::read(dir.join("a.png")).unwrap();
+    assert_eq!(a, std::fs::read(dir.join("a")).unwrap());
+    assert_eq!(a, std::fs::read(dir.join("b.png")).unwrap());
     for (format, name, fits) in [
         ("perfetto", "p.png", ".json"),
         ("perfetto", "p.svg", ".json"),
