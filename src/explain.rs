@@ -276,7 +276,7 @@ impl Observer<DocKey, DocValue, LeaseEvent> for Teller<'_> {
                         cause: FenceCause::DeclaredDead,
                         ..
                     } => format!(
-                        "{who} learns it was declared dead (its heartbeat write conflicts) and stops all work"
+                        "{who} learns it was declared dead (a write to its member document conflicts) and stops all work"
                     ),
                     LeaseEvent::Abandoned { task, epoch } if self.tasks.contains(&task.0) => {
                         format!(

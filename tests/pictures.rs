@@ -29,7 +29,7 @@ fn explain_tells_why_a_worker_stopped() {
     let o = leasehold(&["explain", MINIMAL]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
-        out.contains("worker-6#1 learns it was declared dead (its heartbeat write conflicts) and stops all work"),
+        out.contains("worker-6#1 learns it was declared dead (a write to its member document conflicts) and stops all work"),
         "{out}"
     );
     assert!(!out.contains("cannot prove its lease"), "{out}");
@@ -48,7 +48,10 @@ fn explain_tells_why_a_worker_stopped() {
         story.contains("cannot prove its lease and fences itself"),
         "{story}"
     );
-    assert!(!story.contains("its heartbeat write conflicts"), "{story}");
+    assert!(
+        !story.contains("a write to its member document conflicts"),
+        "{story}"
+    );
 }
 
 /// Export the minimal failure in `format`; returns the file's text.
