@@ -1,8 +1,9 @@
 //! Trace files: JSON Lines. Line 1 is a header (format, leasehold version, the
 //! scenario's full text, seed, variant); then one record a line; last, an
 //! `end` line with the trace hash, the event count and the verdict. Reading
-//! checks every line ([`check_record`]); `replay` then re-runs from the
-//! header alone and compares every record and the end line.
+//! checks every line ([`check_record`]; record lines only in a trace this
+//! version wrote); `replay` then re-runs from the header alone and compares
+//! every record and the end line.
 //!
 //! Also what the file formats share: telling which kind of file a reader was
 //! given ([`replay_input`]), errors that name the field they are about
@@ -199,9 +200,14 @@ impl TraceFile {
             }
         };
         // Before any comparison with a re-run: a line that is not a record is
-        // a corrupt file, not a simulator that changed.
-        for (i, line) in lines.iter().enumerate().take(last - 1).skip(1) {
-            check_record(line).map_err(|e| format!("line {}: {e}", i + 1))?;
+        // a corrupt file, not a simulator that changed. Only for a trace
+        // this version wrote: another version may write records this one
+        // does not know, and its differences are divergences the version
+        // note already warns of, not corruption.
+        if header.leasehold_version == LEASEHOLD_VERSION {
+            for (i, line) in lines.iter().enumerate().take(last - 1).skip(1) {
+                check_record(line).map_err(|e| format!("line {}: {e}", i + 1))?;
+            }
         }
         lines.truncate(last - 1);
         let records = lines.drain(1..).map(str::to_string).collect();
@@ -533,8 +539,11 @@ pub fn from_value_named<T: DeserializeOwned>(value: &Value) -> Result<T, String>
     })
 }
 
-/// The paths below `value` (objects' fields and arrays' items) whose value
-/// `message` quotes; a field directly below counts before deeper ones.
+/// The paths below `value` (objects' fields and arrays' items), at every
+/// depth, whose value `message` quotes. The caller names a field only when
+/// exactly one does: two fields holding the quoted value (an `incarnation`
+/// of 1 beside a `lease_lost` of 1) could be either, and a wrong name
+/// misleads more than none.
 fn quoting(message: &str, value: &Value, path: &mut String, found: &mut Vec<String>) {
     let children: Vec<(String, &Value)> = match value {
         Value::Object(object) => object.iter().map(|(k, v)| (k.clone(), v)).collect(),
@@ -552,16 +561,10 @@ fn quoting(message: &str, value: &Value, path: &mut String, found: &mut Vec<Stri
             format!("{path}.{key}")
         }
     };
-    let direct: Vec<String> = children
-        .iter()
-        .filter(|(_, v)| mentions(message, v))
-        .map(|(k, _)| join(path, k))
-        .collect();
-    if !direct.is_empty() {
-        found.extend(direct);
-        return;
-    }
     for (key, child) in children {
+        if mentions(message, child) {
+            found.push(join(path, &key));
+        }
         let len = path.len();
         *path = join(path, &key);
         quoting(message, child, path, found);
@@ -584,5 +587,39 @@ fn mentions(message: &str, value: &Value) -> bool {
         Value::Null => message.contains("invalid type: null") || message.contains("unit"),
         Value::Object(_) => message.contains("invalid type: map"),
         Value::Array(_) => message.contains("invalid type: sequence"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)] // read only to see where reading fails
+    struct Flagged {
+        flag: bool,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(tag = "kind", rename_all = "snake_case")]
+    #[allow(dead_code)]
+    enum Tagged {
+        Entry { count: u32, inner: Flagged },
+    }
+
+    #[test]
+    fn a_field_is_named_only_when_one_holds_the_quoted_value() {
+        // Inside a tagged enum serde loses the path; the quoted value finds
+        // the field, but two fields hold a 1 here and either could be it.
+        let two = serde_json::json!({"kind": "entry", "count": 1, "inner": {"flag": 1}});
+        let e = from_value_named::<Tagged>(&two).unwrap_err();
+        assert!(e.starts_with("invalid type: integer `1`"), "{e}");
+        let one = serde_json::json!({"kind": "entry", "count": 2, "inner": {"flag": 1}});
+        let e = from_value_named::<Tagged>(&one).unwrap_err();
+        assert!(
+            e.starts_with("inner.flag: invalid type: integer `1`"),
+            "{e}"
+        );
     }
 }

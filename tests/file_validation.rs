@@ -402,6 +402,26 @@ fn a_trace_record_that_is_not_a_record_is_bad_input_for_replay_explain_and_expor
         "{}",
         stderr(&o)
     );
+
+    // Another version may write records this one does not know: a record
+    // kind unknown here is then a divergence the version note explains, not
+    // a corrupt file.
+    let mut edited = lines.clone();
+    edited[0] = edit(
+        &lines[0],
+        &format!("\"leasehold_version\":\"{}\"", env!("CARGO_PKG_VERSION")),
+        "\"leasehold_version\":\"0.0.1-other\"",
+    );
+    edited[step] = edit(&lines[step], "\"kind\":\"step\"", "\"kind\":\"zzz\"");
+    write_lines(&path, &edited);
+    let o = leasehold(&["replay", s(&path)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(&format!("DIVERGED at line {}", step + 1)),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stderr(&o).contains("0.0.1-other"), "{}", stderr(&o));
 }
 
 #[test]
