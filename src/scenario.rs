@@ -45,34 +45,6 @@ pub(crate) fn check_duration(field: &str, value: u64) -> Result<(), ScenarioErro
     Ok(())
 }
 
-/// The longest scenario `name`: it goes into file names with a seed and a
-/// variant after it, well inside the usual 255-byte limit.
-pub const MAX_NAME_LEN: usize = 100;
-
-/// A scenario's `name` becomes part of default output file names (`shrink`'s
-/// `NAME-seedS-VARIANT.failure.json`): it must be a plain file name, never a
-/// path (`../x`, `a/b`) nor a hidden file or a flag (`.x`, `-x`).
-fn check_name(name: &str) -> Result<(), ScenarioError> {
-    if name.len() > MAX_NAME_LEN {
-        return bad(
-            "name",
-            format!("is {} bytes long, more than {MAX_NAME_LEN}", name.len()),
-        );
-    }
-    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
-    let starts_well = name.starts_with(|c: char| c.is_ascii_alphanumeric());
-    if !starts_well || !name.chars().all(allowed) {
-        return bad(
-            "name",
-            format!(
-                "{name:?} is not a plain name: it names output files, so it holds only ASCII \
-                 letters, digits, '-', '_' and '.', starting with a letter or digit"
-            ),
-        );
-    }
-    Ok(())
-}
-
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
@@ -341,7 +313,6 @@ impl Scenario {
         if s.name.trim().is_empty() {
             return bad("name", "must not be empty");
         }
-        check_name(&s.name)?;
         s.check_durations()?;
         if s.fleet.workers == 0 || s.fleet.workers > MAX_WORKERS {
             return bad(

@@ -7,7 +7,39 @@ use std::path::{Path, PathBuf};
 /// `NAME-seedN-VARIANT.failure.json`: where `shrink` and `sweep --shrink`
 /// write a failure file unless told otherwise.
 pub fn failure_file_name(scn: &ValidScenario, seed: u64, variant: Variant) -> String {
-    format!("{}-seed{seed}-{}.failure.json", scn.name(), variant.name())
+    format!(
+        "{}-seed{seed}-{}.failure.json",
+        file_name_part(scn.name()),
+        variant.name()
+    )
+}
+
+/// The longest scenario-name part of a default file name: with a seed and a
+/// variant after it, well inside the usual 255-byte limit.
+const MAX_NAME_PART_BYTES: usize = 100;
+
+/// A scenario name as one plain file-name part: a name is free text, but a
+/// default output file must land in its directory, so anything but ASCII
+/// letters, digits, `-`, `_` and `.` becomes `-` (`../x` cannot climb, `a/b`
+/// cannot descend), a leading `.` or `-` (a hidden file, a flag) becomes
+/// `_`, and it is cut to [`MAX_NAME_PART_BYTES`].
+fn file_name_part(name: &str) -> String {
+    let mut part: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(MAX_NAME_PART_BYTES)
+        .collect();
+    if part.starts_with(['.', '-']) {
+        part.replace_range(..1, "_");
+    }
+    assert!(!part.contains('/') && part.len() <= MAX_NAME_PART_BYTES);
+    part
 }
 
 /// A failure file as `replay` reads it: pretty JSON and a final newline.
