@@ -124,8 +124,10 @@ pub fn replay_command(scenario: &Path, seed: u64, variant: Variant) -> String {
 }
 
 /// A path as one shell word: unchanged when it needs no quoting (the usual
-/// case), single-quoted when it holds spaces or shell syntax, so printed
-/// commands paste as they are.
+/// case), quoted (single quotes, or double when it holds a `'`) when it holds
+/// spaces or shell syntax, so printed commands paste as they are. A path
+/// that is not UTF-8 is shown lossily (`display`), like every path in
+/// leasehold's messages.
 pub fn shell_word(path: &Path) -> String {
     let text = path.display().to_string();
     match shlex::try_quote(&text) {
