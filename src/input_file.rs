@@ -56,6 +56,25 @@ pub fn read_lines_bounded(path: &Path, max_line: u64) -> Result<String, String> 
     text(bytes)
 }
 
+/// The first line of `path` (its `\n` or `\r\n` not included), refusing
+/// one longer than `max_line` bytes with `line 1: ...`.
+pub fn read_first_line(path: &Path, max_line: u64) -> Result<String, String> {
+    let file = std::fs::File::open(path).map_err(cannot_read)?;
+    let mut bytes = Vec::new();
+    BufReader::new(file)
+        .take(max_line + 2)
+        .read_until(b'\n', &mut bytes)
+        .map_err(cannot_read)?;
+    let content = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+    let content = content.strip_suffix(b"\r").unwrap_or(content);
+    if content.len() as u64 > max_line {
+        return Err(format!("line 1: longer than {}", size(max_line)));
+    }
+    let len = content.len();
+    bytes.truncate(len);
+    text(bytes)
+}
+
 fn cannot_read(e: std::io::Error) -> String {
     format!("cannot read the file: {e}")
 }
@@ -111,6 +130,11 @@ mod tests {
         assert_eq!(read_lines_bounded(&path, 5).unwrap(), "12345\n123\r\n");
         assert_eq!(
             read_lines_bounded(&path, 4).unwrap_err(),
+            "line 1: longer than 4 bytes"
+        );
+        assert_eq!(read_first_line(&path, 5).unwrap(), "12345");
+        assert_eq!(
+            read_first_line(&path, 4).unwrap_err(),
             "line 1: longer than 4 bytes"
         );
         assert_eq!(size(64 << 20), "64 MiB");

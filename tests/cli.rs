@@ -1068,6 +1068,22 @@ fn a_failure_file_or_trace_given_as_a_scenario_is_named_as_such() {
         let o = leasehold(&args);
         assert_bad_input(&o, &["this is a failure file", "leasehold replay"]);
     }
+    // Told by its `format` whatever the spacing or key order: re-serialised
+    // compactly on one line, with its keys sorted (`format` no longer first).
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join(failure)).unwrap()).unwrap();
+    let mut sorted: Vec<_> = value.as_object().unwrap().iter().collect();
+    sorted.sort_by_key(|(k, _)| *k);
+    let compact: serde_json::Map<_, _> = sorted
+        .into_iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let compact = serde_json::to_string(&compact).unwrap();
+    assert!(compact.contains("\"format\":\"leasehold-failure/1\""));
+    assert!(!compact.starts_with("{\"format\""), "{}", &compact[..40]);
+    let compact = temp("compact.failure.json", &compact);
+    let o = leasehold(&["run", compact.to_str().unwrap(), "--seed", "1"]);
+    assert_bad_input(&o, &["this is a failure file", "leasehold replay"]);
     let dir = std::env::temp_dir().join(format!("leasehold-cli-{}-kind", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let trace = dir.join("t.jsonl");

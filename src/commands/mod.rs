@@ -40,27 +40,23 @@ pub fn load_scenario(path: &Path) -> Result<ValidScenario, u8> {
     })
 }
 
-/// Whether `path` starts like a failure file or a trace (their `format`
-/// field comes first), judged from its first few KiB only.
+/// Whether `path` is a failure file or a trace, told apart by its
+/// `format` exactly as `replay`, `explain` and `export` tell them
+/// ([`leasehold::trace::replay_input`]), whatever its spacing or key order.
 fn run_file_kind(path: &Path) -> Option<&'static str> {
-    use std::io::Read;
-    let mut head = Vec::new();
-    std::fs::File::open(path)
-        .ok()?
-        .take(4096)
-        .read_to_end(&mut head)
-        .ok()?;
-    let head = String::from_utf8_lossy(&head);
-    let format_is = |prefix: &str| {
-        head.contains(&format!("\"format\": \"{prefix}"))
-            || head.contains(&format!("\"format\":\"{prefix}"))
+    use leasehold::input_file::{
+        MAX_FILE_BYTES, MAX_TRACE_LINE_BYTES, read_bounded, read_first_line,
     };
-    if format_is("leasehold-failure/") {
-        Some("failure file (from `leasehold shrink`)")
-    } else if format_is("leasehold-trace/") {
-        Some("trace (from `leasehold run --trace`)")
-    } else {
-        None
+    use leasehold::trace::{ReplayInput, replay_input};
+    // A failure file is one JSON value within the whole-file bound; a trace
+    // may be longer, but its first line, the header, says what it is.
+    let kind = match read_bounded(path, MAX_FILE_BYTES) {
+        Ok(text) => replay_input(&text),
+        Err(_) => replay_input(&read_first_line(path, MAX_TRACE_LINE_BYTES).ok()?),
+    };
+    match kind.ok()? {
+        ReplayInput::Failure => Some("failure file (from `leasehold shrink`)"),
+        ReplayInput::Trace => Some("trace (from `leasehold run --trace`)"),
     }
 }
 
