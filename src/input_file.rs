@@ -1,9 +1,9 @@
 //! Reading the files leasehold is given, bounded: a scenario or a failure
 //! file is read up to [`MAX_FILE_BYTES`], a line-based file (a trace, a
-//! results file) line by line up to a bound per line, so `/dev/zero` or a
-//! runaway file is an error instead of memory grown until the process is
-//! killed. Text must be UTF-8 without a byte-order mark; errors name the
-//! line.
+//! results file) line by line up to a bound per line and one for the whole
+//! file, so `/dev/zero`, endless newlines or a runaway file is an error
+//! instead of memory grown until the process is killed. Text must be UTF-8
+//! without a byte-order mark; errors name the line.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -13,8 +13,23 @@ use std::path::Path;
 pub const MAX_FILE_BYTES: u64 = 64 << 20;
 
 /// The longest line of a trace: its header holds the scenario's whole text
-/// (at most [`MAX_FILE_BYTES`]), which JSON escaping may lengthen.
-pub const MAX_TRACE_LINE_BYTES: u64 = 2 * MAX_FILE_BYTES;
+/// (at most [`MAX_FILE_BYTES`]) as a JSON string. JSON escaping writes one
+/// byte as at most 6 (`\u00XX`, for a control character; `"` and `\` take
+/// 2, other bytes, UTF-8 included, are written as they are), so the string
+/// is at most `6 * MAX_FILE_BYTES` plus its quotes; the rest of the header
+/// (format, leasehold version, seed, variant, keys and punctuation) is well
+/// under a KiB, so 1 MiB more is provably enough.
+pub const MAX_TRACE_LINE_BYTES: u64 = 6 * MAX_FILE_BYTES + (1 << 20);
+
+/// The largest trace: 1 GiB. Traces of real runs are at most a few hundred
+/// MiB (one short line per event; a 10 MiB trace is a busy run), and
+/// `replay` and `explain` hold the whole trace in memory, so this keeps a
+/// runaway file (endless newlines) from growing memory without bound while
+/// leaving room for the longest header ([`MAX_TRACE_LINE_BYTES`]) and a
+/// long run after it.
+pub const MAX_TRACE_BYTES: u64 = 1 << 30;
+
+const _: () = assert!(MAX_TRACE_BYTES > MAX_TRACE_LINE_BYTES + (256 << 20));
 
 /// Read `path` whole, refusing more than `limit` bytes.
 pub fn read_bounded(path: &Path, limit: u64) -> Result<String, String> {
@@ -30,10 +45,11 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<String, String> {
 }
 
 /// Read `path` line by line, refusing a line longer than `max_line` bytes
-/// (its `\n` or `\r\n` not counted) with `line N: ...`.
-pub fn read_lines_bounded(path: &Path, max_line: u64) -> Result<String, String> {
+/// (its `\n` or `\r\n` not counted) with `line N: longer than ...`, and a
+/// file of more than `max_total` bytes in all with `larger than ... in all`.
+pub fn read_lines_bounded(path: &Path, max_line: u64, max_total: u64) -> Result<String, String> {
     let file = std::fs::File::open(path).map_err(cannot_read)?;
-    let mut reader = BufReader::new(file);
+    let mut reader = BufReader::new(file.take(max_total + 1));
     let mut bytes = Vec::new();
     let mut number: u64 = 0;
     loop {
@@ -51,6 +67,12 @@ pub fn read_lines_bounded(path: &Path, max_line: u64) -> Result<String, String> 
         let content = content.strip_suffix(b"\r").unwrap_or(content);
         if content.len() as u64 > max_line {
             return Err(format!("line {number}: longer than {}", size(max_line)));
+        }
+        if bytes.len() as u64 > max_total {
+            return Err(format!(
+                "larger than {} in all (line {number} goes past it)",
+                size(max_total)
+            ));
         }
     }
     text(bytes)
@@ -79,9 +101,12 @@ fn cannot_read(e: std::io::Error) -> String {
     format!("cannot read the file: {e}")
 }
 
-/// `limit` bytes in words: "64 MiB", "1048576 bytes".
-fn size(limit: u64) -> String {
-    if limit >= 1 << 20 && limit.is_multiple_of(1 << 20) {
+/// `limit` bytes in words: "1 GiB", "64 MiB", "1000 bytes", for an error
+/// that names the bound it hit.
+pub fn size(limit: u64) -> String {
+    if limit >= 1 << 30 && limit.is_multiple_of(1 << 30) {
+        format!("{} GiB", limit >> 30)
+    } else if limit >= 1 << 20 && limit.is_multiple_of(1 << 20) {
         format!("{} MiB", limit >> 20)
     } else {
         format!("{limit} bytes")
@@ -127,10 +152,14 @@ mod tests {
         let path = file("bounded", b"12345\n123\r\n");
         assert_eq!(read_bounded(&path, 11).unwrap(), "12345\n123\r\n");
         assert_eq!(read_bounded(&path, 10).unwrap_err(), "larger than 10 bytes");
-        assert_eq!(read_lines_bounded(&path, 5).unwrap(), "12345\n123\r\n");
+        assert_eq!(read_lines_bounded(&path, 5, 11).unwrap(), "12345\n123\r\n");
         assert_eq!(
-            read_lines_bounded(&path, 4).unwrap_err(),
+            read_lines_bounded(&path, 4, 11).unwrap_err(),
             "line 1: longer than 4 bytes"
+        );
+        assert_eq!(
+            read_lines_bounded(&path, 5, 10).unwrap_err(),
+            "larger than 10 bytes in all (line 2 goes past it)"
         );
         assert_eq!(read_first_line(&path, 5).unwrap(), "12345");
         assert_eq!(
@@ -138,6 +167,8 @@ mod tests {
             "line 1: longer than 4 bytes"
         );
         assert_eq!(size(64 << 20), "64 MiB");
+        assert_eq!(size(1 << 30), "1 GiB");
+        assert_eq!(size(MAX_TRACE_LINE_BYTES), "385 MiB");
     }
 
     #[cfg(target_os = "linux")]
@@ -149,8 +180,22 @@ mod tests {
             "larger than 1 MiB"
         );
         assert_eq!(
-            read_lines_bounded(zero, 1 << 20).unwrap_err(),
+            read_lines_bounded(zero, 1 << 20, 4 << 20).unwrap_err(),
             "line 1: longer than 1 MiB"
+        );
+    }
+
+    #[test]
+    fn empty_lines_without_end_meet_the_bound_of_the_whole_file() {
+        // Every line is within its bound: only the whole file's ends the read.
+        let path = file("newlines", &[b'\n'; 1 << 16]);
+        assert_eq!(
+            read_lines_bounded(&path, 1, 1000).unwrap_err(),
+            "larger than 1000 bytes in all (line 1001 goes past it)"
+        );
+        assert_eq!(
+            read_lines_bounded(&path, 1, 1 << 16).unwrap().len(),
+            1 << 16
         );
     }
 

@@ -20,8 +20,12 @@ use std::path::{Path, PathBuf};
 
 pub const RESULTS_FORMAT: &str = "leasehold-results/1";
 
-/// Lines longer than this are not results (a violation message is short).
+/// Lines longer than this are not results (a violation message is short);
+/// [`read_results`] refuses them as it reads.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
+/// The largest results file: 1 GiB, far above a million seeds' lines of a
+/// few hundred bytes each, and still one a reader can hold in memory.
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
 /// The longest wall time a result line may claim: 10^13 µs (about 115
 /// days), so a merge's sum of a million of them stays far inside a `u64`.
 pub const MAX_WALL_US: u64 = 10_000_000_000_000;
@@ -107,7 +111,8 @@ pub struct ResultsRead {
     pub other_version: Option<(u64, String)>,
 }
 
-/// Parse a results file's text; errors are `line N: ...`.
+/// Parse a results file's text, its lines bounded as [`read_results`]
+/// reads them; errors are `line N: ...`.
 pub fn parse_results(text: &str) -> Result<ResultsRead, String> {
     let mut read = ResultsRead::default();
     let mut offset: u64 = 0;
@@ -136,11 +141,6 @@ fn parse_line(line: &str) -> Result<ResultLine, String> {
     let line = line.strip_suffix('\r').unwrap_or(line);
     if line.trim().is_empty() {
         return Err("an empty line, not a leasehold result".into());
-    }
-    if line.len() > MAX_LINE_BYTES {
-        return Err(format!(
-            "longer than {MAX_LINE_BYTES} bytes, not a leasehold result"
-        ));
     }
     let value = crate::strict_json::parse(line).map_err(|e| {
         if crate::strict_json::is_duplicate(&e) {
@@ -221,7 +221,7 @@ fn check_written_fields(line: &ResultLine) -> Result<(), String> {
 /// Read and parse a results file; errors name the file and the line.
 pub fn read_results(path: &Path) -> Result<ResultsRead, String> {
     // Line by line: a line past the bound ends the read (`/dev/zero`).
-    let text = crate::input_file::read_lines_bounded(path, MAX_LINE_BYTES as u64)
+    let text = crate::input_file::read_lines_bounded(path, MAX_LINE_BYTES as u64, MAX_FILE_BYTES)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     parse_results(&text).map_err(|e| format!("{} {e}", path.display()))
 }

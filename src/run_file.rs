@@ -31,7 +31,7 @@ impl ReadRun {
             ReplayInput::Failure => {
                 let limit = crate::input_file::MAX_FILE_BYTES;
                 if text.len() as u64 > limit {
-                    return Err(format!("larger than {} MiB", limit >> 20));
+                    return Err(format!("larger than {}", crate::input_file::size(limit)));
                 }
                 let (f, scn, variant) = FailureFile::parse_checked(text)?;
                 ReadRun {

@@ -954,11 +954,11 @@ fn an_endless_input_is_refused_with_its_bound_not_read_until_killed() {
         ),
         (
             &["replay", "/dev/zero"],
-            "/dev/zero: line 1: longer than 128 MiB",
+            "/dev/zero: line 1: longer than 385 MiB",
         ),
         (
             &["explain", "/dev/zero"],
-            "/dev/zero: line 1: longer than 128 MiB",
+            "/dev/zero: line 1: longer than 385 MiB",
         ),
         (
             &["merge", "/dev/zero"],

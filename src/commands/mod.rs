@@ -65,11 +65,13 @@ fn run_file_kind(path: &Path) -> Option<&'static str> {
 /// another leasehold version wrote it, noted on stderr.
 pub fn read_run(path: &Path) -> Result<leasehold::run_file::ReadRun, u8> {
     let name = path.display().to_string();
-    // A trace may be large (one line per event): its lines are bounded, and
-    // a failure file is held to the bound of a whole file once told apart.
+    // A trace may be large (one line per event): its lines and its whole
+    // are bounded, and a failure file is held to the bound of a whole
+    // scenario or failure file once told apart.
     let text = leasehold::input_file::read_lines_bounded(
         path,
         leasehold::input_file::MAX_TRACE_LINE_BYTES,
+        leasehold::input_file::MAX_TRACE_BYTES,
     )
     .map_err(|e| bad_input(format!("{name}: {e}")))?;
     let run =
