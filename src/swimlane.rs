@@ -22,6 +22,14 @@ struct Swimlane<'a> {
     names: Vec<String>,
     tl: &'a Timeline,
     outcome: &'a RunOutcome,
+    /// [`bar_rows`] of `tl.spans`, computed once: the lane height is picked
+    /// from them and the bars are drawn in them.
+    rows: Vec<(usize, usize)>,
+}
+
+/// The end of the picture's time axis in seconds (at least 1).
+fn end_s(tl: &Timeline) -> f64 {
+    (tl.end_us as f64 / 1e6).max(1.0)
 }
 
 fn task_color(task: u32) -> RGBColor {
@@ -84,7 +92,7 @@ impl ChartImage for Swimlane<'_> {
         let e = crate::charts::render::err;
         root.fill(&WHITE).map_err(e)?;
         let lanes = self.names.len().min(MAX_LANES);
-        let end_s = (self.tl.end_us as f64 / 1e6).max(1.0);
+        let end_s = end_s(self.tl);
         let names = self.names.clone();
         let mut chart = ChartBuilder::on(root)
             .caption(
@@ -117,10 +125,8 @@ impl ChartImage for Swimlane<'_> {
         };
         // Lease spans: who held which task when. Bars that overlap in time
         // share the lane's bar band [0.2, 0.8] as stacked rows.
-        let min_len_us = (end_s * 1e6 / 2000.0) as u64;
-        let rows = bar_rows(&self.tl.spans, min_len_us);
         let lane_px = chart.plotting_area().dim_in_pixel().1 as f64 / lanes.max(1) as f64;
-        for (s, &(row, of)) in self.tl.spans.iter().zip(&rows) {
+        for (s, &(row, of)) in self.tl.spans.iter().zip(&self.rows) {
             let Some(y) = lane_of(s.node) else { continue };
             let (x0, x1) = (
                 s.start_us as f64 / 1e6,
@@ -319,12 +325,10 @@ pub fn write_swimlane(
     );
     let lanes = names.len().min(MAX_LANES) as u32;
     // Lanes grow with their stacked bar rows (up to 7), so rows stay legible.
-    let min_len_us = ((tl.end_us as f64 / 1e6).max(1.0) * 1e6 / 2000.0) as u64;
-    let most_rows = bar_rows(&tl.spans, min_len_us)
-        .iter()
-        .map(|&(_, of)| of as u32)
-        .max()
-        .unwrap_or(1);
+    // A bar is drawn at least 1/2000 of the time axis long.
+    let min_len_us = (end_s(tl) * 1e6 / 2000.0) as u64;
+    let rows = bar_rows(&tl.spans, min_len_us);
+    let most_rows = rows.iter().map(|&(_, of)| of as u32).max().unwrap_or(1);
     let lane_px = 34 + 10 * (most_rows.clamp(1, 7) - 1);
     let height = (160 + lanes * lane_px).clamp(360, 2400);
     let chart = Swimlane {
@@ -332,6 +336,7 @@ pub fn write_swimlane(
         names,
         tl,
         outcome,
+        rows,
     };
     if image == Image::Png {
         // The bitmap encoder picks its format by extension: another name is
