@@ -21,13 +21,14 @@ pub const MAX_FILE_BYTES: u64 = 64 << 20;
 /// under a KiB, so 1 MiB more is provably enough.
 pub const MAX_TRACE_LINE_BYTES: u64 = 6 * MAX_FILE_BYTES + (1 << 20);
 
-/// The largest trace: 1 GiB. Traces of real runs are at most a few hundred
-/// MiB (one short line per event; a 10 MiB trace is a busy run), and
-/// `replay` and `explain` hold the whole trace in memory, so this keeps a
-/// runaway file (endless newlines) from growing memory without bound while
-/// leaving room for the longest header ([`MAX_TRACE_LINE_BYTES`]) and a
-/// long run after it.
-pub const MAX_TRACE_BYTES: u64 = 1 << 30;
+/// The largest trace: 16 GiB. A record line is ~250 bytes (friday-rush
+/// seed 1: 10.9 MB for 44,112 lines), so a one-hour run of 1,000 workers
+/// writes ~2 GB and stays replayable on a machine with the memory for it
+/// (`replay` and `explain` hold the whole trace); this bound is for a
+/// runaway file (endless newlines), which would otherwise grow memory
+/// without limit, and leaves room for the longest header
+/// ([`MAX_TRACE_LINE_BYTES`]) and a long run after it.
+pub const MAX_TRACE_BYTES: u64 = 16 << 30;
 
 const _: () = assert!(MAX_TRACE_BYTES > MAX_TRACE_LINE_BYTES + (256 << 20));
 
