@@ -890,21 +890,7 @@ fn a_scenario_name_that_is_not_a_plain_file_name_still_names_a_file_in_its_direc
     {
         let dir = scratch(&format!("names-{i}"));
         scenario["name"] = name.into();
-        let path = temp(
-            "named.json",
-            &serde_json::to_string_pretty(&scenario).unwrap(),
-        );
-        let o = std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
-            .args(["shrink", path.to_str().unwrap(), "--seed", "1"])
-            .args(["--variant", "no-self-fencing"])
-            .current_dir(&dir)
-            .output()
-            .unwrap();
-        assert_eq!(o.status.code(), Some(1), "{name}: {}", stderr(&o));
-        let written: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
+        let written = shrink_in(&dir, &scenario);
         assert_eq!(
             written,
             [format!("{part}-seed1-no-self-fencing.failure.json")],
@@ -919,22 +905,7 @@ fn a_scenario_name_that_is_not_a_plain_file_name_still_names_a_file_in_its_direc
         );
     }
     scenario["name"] = "x".repeat(300).into();
-    let path = temp(
-        "long.json",
-        &serde_json::to_string_pretty(&scenario).unwrap(),
-    );
-    let dir = scratch("names-long");
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
-        .args(["shrink", path.to_str().unwrap(), "--seed", "1"])
-        .args(["--variant", "no-self-fencing"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let written: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
+    let written = shrink_in(&scratch("names-long"), &scenario);
     assert_eq!(
         written,
         [format!(
@@ -942,6 +913,32 @@ fn a_scenario_name_that_is_not_a_plain_file_name_still_names_a_file_in_its_direc
             "x".repeat(100)
         )]
     );
+}
+
+/// Shrink seed 1 of `scenario` under no-self-fencing (it fails) with `dir`
+/// as the working directory; the names of the files it wrote there.
+fn shrink_in(dir: &Path, scenario: &serde_json::Value) -> Vec<String> {
+    let path = temp(
+        "named.json",
+        &serde_json::to_string_pretty(scenario).unwrap(),
+    );
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .args(["shrink", path.to_str().unwrap(), "--seed", "1"])
+        .args(["--variant", "no-self-fencing"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}: {}",
+        scenario["name"],
+        stderr(&o)
+    );
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect()
 }
 
 #[cfg(target_os = "linux")]
