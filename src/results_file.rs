@@ -142,13 +142,7 @@ fn parse_line(line: &str) -> Result<ResultLine, String> {
     if line.trim().is_empty() {
         return Err("an empty line, not a leasehold result".into());
     }
-    let value = crate::strict_json::parse(line).map_err(|e| {
-        if crate::strict_json::is_duplicate(&e) {
-            crate::trace::strip_position(&e)
-        } else {
-            format!("not JSON ({e})")
-        }
-    })?;
+    let value = crate::strict_json::parse_or(line, |e| format!("not JSON ({e})"))?;
     crate::trace::expect_format(&value, RESULTS_FORMAT, "a leasehold result")?;
     let parsed: ResultLine = crate::trace::from_value_named(&value)
         .map_err(|e| format!("not a leasehold result ({e})"))?;

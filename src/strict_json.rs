@@ -16,9 +16,27 @@ pub fn parse(text: &str) -> Result<Value, serde_json::Error> {
 }
 
 /// Whether `e`, from [`parse`], is a key given twice in JSON that is
-/// otherwise well formed (not a syntax error or a truncated file).
+/// otherwise well formed (not a syntax error or a truncated file): the
+/// strict visitor raises no other data error.
 pub fn is_duplicate(e: &serde_json::Error) -> bool {
     e.classify() == serde_json::error::Category::Data
+}
+
+/// [`parse`] with the error as one message: a key given twice says so
+/// (`duplicate field "variant"`, its position left to the caller, who knows
+/// the line), and anything else is what `not_json` makes of the error (the
+/// reader names what it expected).
+pub fn parse_or(
+    text: &str,
+    not_json: impl FnOnce(&serde_json::Error) -> String,
+) -> Result<Value, String> {
+    parse(text).map_err(|e| {
+        if is_duplicate(&e) {
+            crate::trace::strip_position(&e)
+        } else {
+            not_json(&e)
+        }
+    })
 }
 
 /// A `Value` whose objects have no key twice.

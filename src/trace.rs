@@ -166,13 +166,10 @@ impl TraceFile {
         if lines.is_empty() {
             return Err("line 1: the file is empty, not a leasehold trace".into());
         }
-        let first = crate::strict_json::parse(lines[0]).map_err(|e| {
-            if crate::strict_json::is_duplicate(&e) {
-                format!("line 1: {}", strip_position(&e))
-            } else {
-                format!("line 1: not a leasehold trace header (not JSON: {e})")
-            }
-        })?;
+        let first = crate::strict_json::parse_or(lines[0], |e| {
+            format!("not a leasehold trace header (not JSON: {e})")
+        })
+        .map_err(|e| format!("line 1: {e}"))?;
         expect_format(&first, TRACE_FORMAT, "a leasehold trace's header")
             .map_err(|e| format!("line 1: {e}"))?;
         let header: TraceHeader = from_value_named(&first)
@@ -182,23 +179,13 @@ impl TraceFile {
         if last < 2 {
             return Err("line 2: the trace ends after its header (no end line)".into());
         }
-        let footer: TraceFooter = match crate::strict_json::parse(lines[last - 1]) {
-            Ok(v) => {
-                let footer = from_value_named(&v)
-                    .map_err(|e| format!("line {last}: not the trace's end line: {e}"))?;
-                crate::strict_json::check_shape(&v, &footer)
-                    .map_err(|e| format!("line {last}: {e}"))?;
-                footer
-            }
-            Err(e) if crate::strict_json::is_duplicate(&e) => {
-                return Err(format!("line {last}: {}", strip_position(&e)));
-            }
-            Err(e) => {
-                return Err(format!(
-                    "line {last}: not the trace's end line ({e}); the file may be truncated"
-                ));
-            }
-        };
+        let end = crate::strict_json::parse_or(lines[last - 1], |e| {
+            format!("not the trace's end line ({e}); the file may be truncated")
+        })
+        .map_err(|e| format!("line {last}: {e}"))?;
+        let footer: TraceFooter = from_value_named(&end)
+            .map_err(|e| format!("line {last}: not the trace's end line: {e}"))?;
+        crate::strict_json::check_shape(&end, &footer).map_err(|e| format!("line {last}: {e}"))?;
         // Before any comparison with a re-run: a line that is not a record is
         // a corrupt file, not a simulator that changed. Only for a trace
         // this version wrote: another version may write records this one
@@ -223,16 +210,12 @@ impl TraceFile {
 /// that reads as a record (known kind, fields of the right types, none
 /// unknown) and writes back as the same JSON. Errors name the field.
 pub fn check_record(line: &str) -> Result<(), String> {
-    let value = crate::strict_json::parse(line).map_err(|e| {
-        if crate::strict_json::is_duplicate(&e) {
-            strip_position(&e)
-        } else {
-            format!(
-                "not a JSON record (column {}: {})",
-                e.column(),
-                strip_position(&e)
-            )
-        }
+    let value = crate::strict_json::parse_or(line, |e| {
+        format!(
+            "not a JSON record (column {}: {})",
+            e.column(),
+            strip_position(e)
+        )
     })?;
     let record: OwnedRecord<DocKey, DocValue, LeaseEvent> =
         from_value_named(&value).map_err(|e| format!("not a trace record: {e}"))?;

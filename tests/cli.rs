@@ -1032,9 +1032,7 @@ fn sweep_out_in_a_missing_directory_or_shared_with_junit_is_named_before_any_wor
     );
     assert!(stdout(&o).is_empty(), "no sweep ran: {}", stdout(&o));
 
-    let dir = std::env::temp_dir().join(format!("leasehold-cli-{}-both", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let same = dir.join("report");
+    let same = scratch("both").join("report");
     let o = leasehold(&[
         "sweep",
         "scenarios/friday-rush.json",
@@ -1081,9 +1079,7 @@ fn a_failure_file_or_trace_given_as_a_scenario_is_named_as_such() {
     let compact = temp("compact.failure.json", &compact);
     let o = leasehold(&["run", compact.to_str().unwrap(), "--seed", "1"]);
     assert_bad_input(&o, &["this is a failure file", "leasehold replay"]);
-    let dir = std::env::temp_dir().join(format!("leasehold-cli-{}-kind", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let trace = dir.join("t.jsonl");
+    let trace = scratch("kind").join("t.jsonl");
     let o = leasehold(&[
         "run",
         "scenarios/friday-rush.json",

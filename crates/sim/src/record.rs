@@ -139,7 +139,11 @@ pub struct OwnedRecord<K, V, E> {
     pub kind: OwnedRecordKind<K, V, E>,
 }
 
-/// [`RecordKind`], owned; the same tags and fields.
+/// [`RecordKind`], owned; the same tags and fields. A mirror, not a second
+/// definition: `as_record` builds every field of each `RecordKind` from it
+/// (a field added there does not compile until added here), and a kind
+/// added there without one here makes every trace holding it unreadable,
+/// which the replay tests of fresh traces show.
 #[derive(Debug, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum OwnedRecordKind<K, V, E> {
