@@ -233,13 +233,29 @@ impl<T> EventQueue<T> {
 
     #[inline]
     pub fn pop(&mut self) -> Option<(u64, T)> {
+        let (time_us, slot) = self.pop_slot()?;
+        Some((time_us, self.take(slot)))
+    }
+
+    /// Remove the earliest key: `(time_us, slot)`; its event stays in the
+    /// slab until [`EventQueue::take`].
+    #[inline]
+    pub fn pop_slot(&mut self) -> Option<(u64, u32)> {
         let key = self.pop_min()?;
-        let slot = key.slot();
-        let item = self.slab[slot]
+        Some((key.time_us, key.slot() as u32))
+    }
+
+    /// Move the event out of `slot` (from [`EventQueue::pop_slot`]) and free
+    /// the slot.
+    #[inline]
+    pub fn take(&mut self, slot: u32) -> T {
+        // Freed first: with nothing between the take and the caller's match,
+        // the compiler reads the event's fields straight from the slab
+        // instead of copying it to the stack (and again, past the push).
+        self.free.push(slot);
+        self.slab[slot as usize]
             .take()
-            .expect("a queued key names a full slot");
-        self.free.push(slot as u32);
-        Some((key.time_us, item))
+            .expect("a queued key names a full slot")
     }
 
     #[inline]

@@ -470,23 +470,10 @@ impl<N: Node> Simulation<N> {
                 self.fire_timer(NodeId(node), observer);
                 continue;
             }
-            let (time_us, event) = self.queue.pop().expect("peeked");
+            let (time_us, slot) = self.queue.pop_slot().expect("peeked");
             assert!(time_us >= self.now_us, "time went backwards");
             self.now_us = time_us;
-            if let Event::ToStore {
-                env:
-                    Envelope {
-                        actor: Actor::External,
-                        ..
-                    },
-                ..
-            } = &event
-            {
-                // Only the workload sends as `External`: its next arrival
-                // enters the queue as this one leaves it.
-                self.feed_workload();
-            }
-            self.dispatch(event, observer);
+            self.dispatch(slot, observer);
         };
         RunStats {
             events: self.events,
@@ -532,12 +519,12 @@ impl<N: Node> Simulation<N> {
         );
     }
 
-    fn dispatch<O: Observer<N::Key, N::Value, N::Event>>(
-        &mut self,
-        event: Event<N::Key, N::Value>,
-        observer: &mut O,
-    ) {
-        match event {
+    /// Handle the event in the queue's slab `slot` (just popped). The event
+    /// is taken out here and matched at once: popping it into a local and
+    /// passing it in moved its 184 bytes three times (~80 instructions an
+    /// event).
+    fn dispatch<O: Observer<N::Key, N::Value, N::Event>>(&mut self, slot: u32, observer: &mut O) {
+        match self.queue.take(slot) {
             Event::Boot { node } => self.boot(node, observer),
             Event::ToNode {
                 node,
@@ -568,7 +555,14 @@ impl<N: Node> Simulation<N> {
                 }
                 self.step(node, input, observer);
             }
-            Event::ToStore { env, op } => self.store_arrive(env, op, observer),
+            Event::ToStore { env, op } => {
+                if matches!(env.actor, Actor::External) {
+                    // Only the workload sends as `External`: its next arrival
+                    // enters the queue as this one leaves it.
+                    self.feed_workload();
+                }
+                self.store_arrive(env, op, observer)
+            }
             Event::ToService { env, call } => self.service_arrive(env, call, observer),
             Event::Resume { node, incarnation } => self.resume(node, incarnation, observer),
             Event::Scheduled(fault) => self.scheduled(fault, observer),
