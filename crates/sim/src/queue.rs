@@ -154,10 +154,20 @@ impl<T> EventQueue<T> {
 
     #[inline]
     pub fn push(&mut self, time_us: u64, item: T) {
+        self.push_with(time_us, || item);
+    }
+
+    /// [`EventQueue::push`] the event `make` builds, built only once its
+    /// slab cell is known, so that it is written there directly. (An event
+    /// passed in is built on the caller's stack first, since an argument is
+    /// evaluated before the call, and copied again into the slab.)
+    #[inline(always)]
+    pub fn push_with(&mut self, time_us: u64, make: impl FnOnce() -> T) {
         let seq = self.next_seq;
         self.next_seq += 1;
         assert!(seq < MAX_SEQ, "sequence numbers exhausted");
-        self.insert(time_us, seq, item);
+        let cell = self.insert(time_us, seq);
+        *cell = Some(make());
     }
 
     /// Reserve `count` sequence numbers for events pushed later with
@@ -173,32 +183,32 @@ impl<T> EventQueue<T> {
     /// it had been pushed when the number was reserved.
     pub fn push_reserved(&mut self, time_us: u64, seq: u64, item: T) {
         assert!(seq < self.next_seq, "sequence {seq} was never reserved");
-        self.insert(time_us, seq, item);
+        *self.insert(time_us, seq) = Some(item);
     }
 
-    #[inline]
-    fn insert(&mut self, time_us: u64, seq: u64, item: T) {
+    /// Queue a key for `(time_us, seq)` and return its slab cell, empty, for
+    /// the caller to fill.
+    #[inline(never)]
+    fn insert(&mut self, time_us: u64, seq: u64) -> &mut Option<T> {
         assert!(
             self.heap.len() < self.capacity_limit,
             "event queue over its limit of {}",
             self.capacity_limit
         );
         let slot = match self.free.pop() {
-            Some(slot) => {
-                let cell = &mut self.slab[slot as usize];
-                debug_assert!(cell.is_none(), "free slot in use");
-                *cell = Some(item);
-                slot
-            }
+            Some(slot) => slot,
             None => {
                 // Bounded by `capacity_limit` (asserted above, and slots are
                 // only created when none is free).
                 let slot = self.slab.len() as u32;
-                self.slab.push(Some(item));
+                self.slab.push(None);
                 slot
             }
         };
         self.sift_up(Key::new(time_us, seq, slot));
+        let cell = &mut self.slab[slot as usize];
+        debug_assert!(cell.is_none(), "free slot in use");
+        cell
     }
 
     /// Add `key` at the bottom and move it up to its place.

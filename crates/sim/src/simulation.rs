@@ -1015,10 +1015,13 @@ impl<N: Node> Simulation<N> {
                     );
                 }
                 // The common case: the request moves, no clone.
-                None => self.queue.push(first_at, Event::ToStore { env, op }),
+                None => self
+                    .queue
+                    .push_with(first_at, || Event::ToStore { env, op }),
             },
             Output::Effect { call, .. } => {
-                self.queue.push(first_at, Event::ToService { env, call });
+                self.queue
+                    .push_with(first_at, || Event::ToService { env, call });
                 if let Some(copy_at) = copy_at {
                     self.queue.push(
                         copy_at,
@@ -1128,14 +1131,13 @@ impl<N: Node> Simulation<N> {
                     },
                 );
             }
-            Some(MessageAction::Fail | MessageAction::Hang) | None => self.queue.push(
-                at,
-                Event::ToNode {
+            Some(MessageAction::Fail | MessageAction::Hang) | None => {
+                self.queue.push_with(at, || Event::ToNode {
                     node,
                     incarnation,
                     input,
-                },
-            ),
+                })
+            }
         }
     }
 
