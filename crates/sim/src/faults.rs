@@ -723,6 +723,10 @@ impl FaultInjector {
     /// The fault (if any) for message `msg` of `node` on `leg`. `rng` is the
     /// node's own message-fault stream, drawn from the same amount every time.
     /// `tag` names the message (plan modes only ask for it).
+    ///
+    /// Inlined: every message asks twice (both legs), and generate mode is a
+    /// few compares and one draw; a plan's lookups stay out of line.
+    #[inline(always)]
     pub fn message_fault(
         &mut self,
         node: NodeId,
@@ -733,21 +737,8 @@ impl FaultInjector {
         tag: &dyn Fn() -> u64,
     ) -> Option<MessageAction> {
         let in_phase = now_us < self.fault_phase_end_us;
-        match &mut self.mode {
-            Mode::Plan {
-                messages,
-                timed_messages,
-                decided,
-                ..
-            } => {
-                let f = messages
-                    .remove(&(node, msg, leg))
-                    .or_else(|| take_timed(timed_messages.get_mut(&(node, leg)), now_us, tag));
-                if f.is_some() {
-                    decided.insert((node, msg, Some(leg)), (now_us, tag()));
-                }
-                f
-            }
+        match &self.mode {
+            Mode::Plan { .. } => self.planned_message_fault(node, msg, leg, now_us, tag),
             Mode::Generate { rates, .. } => {
                 if !in_phase {
                     return None;
@@ -785,5 +776,33 @@ impl FaultInjector {
                 }
             }
         }
+    }
+
+    /// [`FaultInjector::message_fault`] for a run driven by a plan.
+    #[inline(never)]
+    fn planned_message_fault(
+        &mut self,
+        node: NodeId,
+        msg: u64,
+        leg: Leg,
+        now_us: u64,
+        tag: &dyn Fn() -> u64,
+    ) -> Option<MessageAction> {
+        let Mode::Plan {
+            messages,
+            timed_messages,
+            decided,
+            ..
+        } = &mut self.mode
+        else {
+            unreachable!("a plan's fault asked of a generated run");
+        };
+        let f = messages
+            .remove(&(node, msg, leg))
+            .or_else(|| take_timed(timed_messages.get_mut(&(node, leg)), now_us, tag));
+        if f.is_some() {
+            decided.insert((node, msg, Some(leg)), (now_us, tag()));
+        }
+        f
     }
 }
