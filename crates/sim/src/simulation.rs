@@ -464,7 +464,8 @@ impl<N: Node> Simulation<N> {
             self.queue_len_total += queued as u64;
             self.events += 1;
             if timer_first {
-                let (time_us, node) = self.timers.pop().expect("peeked");
+                // The timer stays armed while it fires (see `fire_timer`).
+                let (time_us, _, node) = next_timer.expect("peeked");
                 assert!(time_us >= self.now_us, "time went backwards");
                 self.now_us = time_us;
                 self.fire_timer(NodeId(node), observer);
@@ -660,7 +661,10 @@ impl<N: Node> Simulation<N> {
         }
     }
 
-    /// A node's wake-up time has come (its timer just left `timers`).
+    /// A node's wake-up time has come: its timer is the earliest in
+    /// `timers`. It stays there while the node steps, and leaves after: a
+    /// node re-arms on most steps, and moving its timer in place is one sift
+    /// where removing it and adding it again were two.
     fn fire_timer<O: Observer<N::Key, N::Value, N::Event>>(
         &mut self,
         node: NodeId,
@@ -679,6 +683,11 @@ impl<N: Node> Simulation<N> {
         }
         self.slots[node.index()].timer_at = None;
         self.step(node, Input::Timeout, observer);
+        if self.slots[node.index()].timer_at.is_none() {
+            // Not re-armed (no wake-up wanted, or paused, or down): the fired
+            // timer goes.
+            self.timers.remove(node.0);
+        }
     }
 
     fn boot<O: Observer<N::Key, N::Value, N::Event>>(&mut self, node: NodeId, observer: &mut O) {
