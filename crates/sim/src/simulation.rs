@@ -827,7 +827,14 @@ impl<N: Node> Simulation<N> {
                 break;
             }
         }
-        let rest: Vec<_> = drained.collect();
+        // Only a pause keeps the outputs left over (they leave when it
+        // ends); after a crash or an exit they are dropped with the drain.
+        let rest: Vec<_> = if matches!(after, Some(Ok(_))) && !exit {
+            drained.collect()
+        } else {
+            drop(drained);
+            Vec::new()
+        };
         out.clear();
         self.out_buf = out;
         match after {
