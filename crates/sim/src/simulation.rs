@@ -892,6 +892,11 @@ impl<N: Node> Simulation<N> {
     }
 
     /// Send one output of `node`. Returns `true` if it was `Exit`.
+    ///
+    /// Inlined into its two callers (a step's outputs, a pause's held
+    /// ones): a third of the outputs are records (`Output::Event`), for which
+    /// the call itself cost more than the work.
+    #[inline(always)]
     fn send<O: Observer<N::Key, N::Value, N::Event>>(
         &mut self,
         node: NodeId,
