@@ -4,6 +4,7 @@
 //! before all task documents; index keys live in their own ranges.
 
 use serde::{Deserialize, Serialize};
+use std::hash::{Hash, Hasher};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -35,7 +36,8 @@ impl std::fmt::Display for Owner {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// `Hash` is written by hand (below): the trace hash's bytes, in one write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(tag = "doc", rename_all = "snake_case")]
 pub enum DocKey {
     /// A worker incarnation's heartbeat document.
@@ -180,7 +182,8 @@ impl TaskDoc {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// `Hash` is written by hand (below): the trace hash's bytes, in one write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum DocValue {
     Member(MemberDoc),
@@ -207,6 +210,327 @@ impl DocValue {
         match self {
             DocValue::TaskLease(l) => Some(l),
             _ => None,
+        }
+    }
+}
+
+/// One `Hasher::write` of a value's bytes, gathered at fixed offsets.
+///
+/// Keys, documents and events are hashed into the trace hash on every
+/// store record; `derive(Hash)` feeds them field by field, a buffered write
+/// (a bounds check, a store and a length update) per field. The hand-written
+/// `Hash` impls below gather the very bytes the derive gives the trace
+/// hasher (`leasehold_sim::TraceHasher`) and hand them over in one write:
+/// fields little-endian at their widths, `bool` as one byte, and each enum
+/// discriminant (and `Option`'s) as the one byte that hasher writes for a
+/// `usize`/`isize` below 255. Any other hasher sees a different but equally
+/// valid stream (equal values, equal bytes). The tests check the bytes
+/// against the derived impls they replace.
+pub(crate) struct Pack<const N: usize> {
+    bytes: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> Pack<N> {
+    #[inline(always)]
+    pub(crate) fn new() -> Self {
+        Pack {
+            bytes: [0; N],
+            len: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn put<const W: usize>(&mut self, b: [u8; W]) -> &mut Self {
+        self.bytes[self.len..self.len + W].copy_from_slice(&b);
+        self.len += W;
+        self
+    }
+
+    /// A derived discriminant (or a `bool`): one byte.
+    #[inline(always)]
+    pub(crate) fn u8(&mut self, v: u8) -> &mut Self {
+        self.put([v])
+    }
+
+    #[inline(always)]
+    pub(crate) fn u32(&mut self, v: u32) -> &mut Self {
+        self.put(v.to_le_bytes())
+    }
+
+    #[inline(always)]
+    pub(crate) fn u64(&mut self, v: u64) -> &mut Self {
+        self.put(v.to_le_bytes())
+    }
+
+    #[inline(always)]
+    pub(crate) fn owner(&mut self, o: Owner) -> &mut Self {
+        self.u32(o.worker).u32(o.incarnation)
+    }
+
+    #[inline(always)]
+    pub(crate) fn task(&mut self, t: TaskId) -> &mut Self {
+        self.u32(t.0)
+    }
+
+    /// Every byte gathered, in one write.
+    #[inline(always)]
+    pub(crate) fn write<H: Hasher>(&self, state: &mut H) {
+        // Offsets are constants once inlined, so this folds away.
+        assert!(self.len == N, "a packed value has exactly its width");
+        state.write(&self.bytes);
+    }
+}
+
+impl MemberStatus {
+    #[inline(always)]
+    fn discriminant(self) -> u8 {
+        match self {
+            MemberStatus::Alive => 0,
+            MemberStatus::Dead => 1,
+        }
+    }
+}
+
+impl TaskState {
+    #[inline(always)]
+    fn discriminant(self) -> u8 {
+        match self {
+            TaskState::Pending => 0,
+            TaskState::Running => 1,
+            TaskState::Done => 2,
+        }
+    }
+}
+
+impl Hash for DocKey {
+    #[inline]
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        match *self {
+            DocKey::Member { owner } => Pack::<9>::new().u8(0).owner(owner).write(state),
+            DocKey::Task { task } => Pack::<5>::new().u8(1).task(task).write(state),
+            DocKey::PendingIdx { task } => Pack::<5>::new().u8(2).task(task).write(state),
+            DocKey::OwnedIdx { owner, task } => {
+                Pack::<13>::new().u8(3).owner(owner).task(task).write(state)
+            }
+            DocKey::TaskLease { task } => Pack::<5>::new().u8(4).task(task).write(state),
+        }
+    }
+}
+
+impl Hash for DocValue {
+    #[inline]
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        match *self {
+            DocValue::Member(m) => Pack::<34>::new()
+                .u8(0)
+                .owner(m.owner)
+                .u8(m.status.discriminant())
+                .u64(m.beats)
+                .u64(m.lease_timeout_ms)
+                .u64(m.written_at_ms)
+                .write(state),
+            DocValue::Task(t) => match t.owner {
+                Some(owner) => Pack::<27>::new()
+                    .u8(1)
+                    .u8(t.state.discriminant())
+                    .u8(1)
+                    .owner(owner)
+                    .u64(t.epoch)
+                    .u32(t.steps_done)
+                    .u32(t.steps_total)
+                    .write(state),
+                None => Pack::<19>::new()
+                    .u8(1)
+                    .u8(t.state.discriminant())
+                    .u8(0)
+                    .u64(t.epoch)
+                    .u32(t.steps_done)
+                    .u32(t.steps_total)
+                    .write(state),
+            },
+            DocValue::TaskLease(l) => Pack::<42>::new()
+                .u8(2)
+                .owner(l.owner)
+                .u64(l.epoch)
+                .u8(l.status.discriminant())
+                .u64(l.beats)
+                .u64(l.lease_timeout_ms)
+                .u64(l.written_at_ms)
+                .write(state),
+        }
+    }
+}
+
+/// A hasher that keeps the bytes the trace hasher would hash: fixed-width
+/// writes little-endian, `usize`/`isize` in one byte below 255, else a 255
+/// marker and all eight (as `leasehold_sim::TraceHasher` does).
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct TraceBytes(pub(crate) Vec<u8>);
+
+#[cfg(test)]
+impl TraceBytes {
+    pub(crate) fn of<T: Hash>(value: &T) -> Vec<u8> {
+        let mut h = TraceBytes::default();
+        value.hash(&mut h);
+        h.0
+    }
+
+    fn small(&mut self, i: u64) {
+        if i < 255 {
+            self.0.push(i as u8);
+        } else {
+            self.0.push(255);
+            self.0.extend_from_slice(&i.to_le_bytes());
+        }
+    }
+}
+
+#[cfg(test)]
+impl Hasher for TraceBytes {
+    fn finish(&self) -> u64 {
+        unreachable!("only the bytes are compared")
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.0.push(i);
+    }
+    fn write_u16(&mut self, i: u16) {
+        self.0.extend_from_slice(&i.to_le_bytes());
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.0.extend_from_slice(&i.to_le_bytes());
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0.extend_from_slice(&i.to_le_bytes());
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.small(i as u64);
+    }
+    fn write_isize(&mut self, i: isize) {
+        self.small(i as i64 as u64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `DocKey` and `DocValue` as they were, with the derived `Hash` the
+    /// hand-written impls replace.
+    #[derive(Hash)]
+    enum DerivedKey {
+        Member { owner: Owner },
+        Task { task: TaskId },
+        PendingIdx { task: TaskId },
+        OwnedIdx { owner: Owner, task: TaskId },
+        TaskLease { task: TaskId },
+    }
+
+    #[derive(Hash)]
+    enum DerivedValue {
+        Member(MemberDoc),
+        Task(TaskDoc),
+        TaskLease(TaskLeaseDoc),
+    }
+
+    fn derived_key(k: DocKey) -> DerivedKey {
+        match k {
+            DocKey::Member { owner } => DerivedKey::Member { owner },
+            DocKey::Task { task } => DerivedKey::Task { task },
+            DocKey::PendingIdx { task } => DerivedKey::PendingIdx { task },
+            DocKey::OwnedIdx { owner, task } => DerivedKey::OwnedIdx { owner, task },
+            DocKey::TaskLease { task } => DerivedKey::TaskLease { task },
+        }
+    }
+
+    fn derived_value(v: DocValue) -> DerivedValue {
+        match v {
+            DocValue::Member(m) => DerivedValue::Member(m),
+            DocValue::Task(t) => DerivedValue::Task(t),
+            DocValue::TaskLease(l) => DerivedValue::TaskLease(l),
+        }
+    }
+
+    pub(crate) const U32S: [u32; 5] = [0, 1, 254, 0x1234_5678, u32::MAX];
+    pub(crate) const U64S: [u64; 4] = [0, 255, 0x0123_4567_89ab_cdef, u64::MAX];
+
+    pub(crate) fn owners() -> Vec<Owner> {
+        U32S.iter()
+            .flat_map(|&worker| {
+                U32S.iter().map(move |&incarnation| Owner {
+                    worker,
+                    incarnation,
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn hand_written_hashes_write_the_derived_bytes() {
+        let mut keys = Vec::new();
+        for owner in owners() {
+            keys.push(DocKey::Member { owner });
+            for &t in &U32S {
+                keys.push(DocKey::OwnedIdx {
+                    owner,
+                    task: TaskId(t),
+                });
+            }
+        }
+        for &t in &U32S {
+            let task = TaskId(t);
+            keys.extend([
+                DocKey::Task { task },
+                DocKey::PendingIdx { task },
+                DocKey::TaskLease { task },
+            ]);
+        }
+        for k in keys {
+            assert_eq!(TraceBytes::of(&k), TraceBytes::of(&derived_key(k)), "{k:?}");
+        }
+        let mut values = Vec::new();
+        let statuses = [MemberStatus::Alive, MemberStatus::Dead];
+        for (i, owner) in owners().into_iter().enumerate() {
+            let u = U64S[i % U64S.len()];
+            let w = U64S[(i / U64S.len()) % U64S.len()];
+            let status = statuses[i % 2];
+            values.push(DocValue::Member(MemberDoc {
+                owner,
+                status,
+                beats: u,
+                lease_timeout_ms: w,
+                written_at_ms: u ^ w,
+            }));
+            values.push(DocValue::TaskLease(TaskLeaseDoc {
+                owner,
+                epoch: w,
+                status,
+                beats: u,
+                lease_timeout_ms: u.wrapping_add(w),
+                written_at_ms: w ^ 7,
+            }));
+            for state in [TaskState::Pending, TaskState::Running, TaskState::Done] {
+                for owner in [None, Some(owner)] {
+                    values.push(DocValue::Task(TaskDoc {
+                        state,
+                        owner,
+                        epoch: u,
+                        steps_done: U32S[i % U32S.len()],
+                        steps_total: U32S[(i + 2) % U32S.len()],
+                    }));
+                }
+            }
+        }
+        for v in values {
+            assert_eq!(
+                TraceBytes::of(&v),
+                TraceBytes::of(&derived_value(v)),
+                "{v:?}"
+            );
         }
     }
 }
