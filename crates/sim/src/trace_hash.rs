@@ -14,6 +14,49 @@ const BUFFER_BYTES: usize = 4096;
 /// Marks a `usize`/`isize` too large for one byte; its eight bytes follow.
 const SMALL_MARKER: u8 = 0xff;
 
+/// A record's fixed fields gathered at fixed offsets, for one
+/// [`TraceHasher::put_gathered`]: one bounds check and one copy for the lot
+/// instead of one per field. Hand-written record hashing uses it to write the
+/// bytes `derive(Hash)` would feed this hasher: integers little-endian at
+/// their widths, `bool`s and enum discriminants (below 255) in one byte.
+pub(crate) struct Gather<const N: usize> {
+    bytes: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> Gather<N> {
+    #[inline(always)]
+    pub(crate) fn new() -> Self {
+        Gather {
+            bytes: [0; N],
+            len: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn put<const W: usize>(&mut self, b: [u8; W]) -> &mut Self {
+        self.bytes[self.len..self.len + W].copy_from_slice(&b);
+        self.len += W;
+        self
+    }
+
+    /// A `u8`, a `bool`, or a derived discriminant (one byte here).
+    #[inline(always)]
+    pub(crate) fn u8(&mut self, v: u8) -> &mut Self {
+        self.put([v])
+    }
+
+    #[inline(always)]
+    pub(crate) fn u32(&mut self, v: u32) -> &mut Self {
+        self.put(v.to_le_bytes())
+    }
+
+    #[inline(always)]
+    pub(crate) fn u64(&mut self, v: u64) -> &mut Self {
+        self.put(v.to_le_bytes())
+    }
+}
+
 pub struct TraceHasher {
     inner: Xxh3Default,
     buf: [u8; BUFFER_BYTES],
@@ -43,7 +86,7 @@ impl TraceHasher {
 
     /// Append a fixed-width value: the hot path of every record.
     #[inline(always)]
-    fn put<const N: usize>(&mut self, bytes: [u8; N]) {
+    pub(crate) fn put<const N: usize>(&mut self, bytes: [u8; N]) {
         const { assert!(N <= BUFFER_BYTES) };
         let mut len = self.len;
         if len + N > BUFFER_BYTES {
@@ -54,6 +97,62 @@ impl TraceHasher {
         // folds away (`self.len` re-read after the call could not be).
         self.buf[len..len + N].copy_from_slice(&bytes);
         self.len = len + N;
+    }
+
+    /// Append the first `used` of `bytes`: variable-length fields (an
+    /// `Option`) in one fixed-width copy. The bytes past `used` land in the
+    /// buffer's free part and are overwritten by the next write.
+    #[inline(always)]
+    fn put_prefix<const N: usize>(&mut self, bytes: [u8; N], used: usize) {
+        const { assert!(N <= BUFFER_BYTES) };
+        assert!(used <= N);
+        let mut len = self.len;
+        if len + N > BUFFER_BYTES {
+            self.flush();
+            len = 0;
+        }
+        self.buf[len..len + N].copy_from_slice(&bytes);
+        self.len = len + used;
+    }
+
+    /// Bytes gathered by a [`Gather`], in one copy.
+    #[inline(always)]
+    pub(crate) fn put_gathered<const N: usize>(&mut self, g: &Gather<N>) {
+        // Offsets are constants once inlined, so this folds away.
+        assert!(g.len == N, "a gather fills exactly its width");
+        self.put(g.bytes);
+    }
+
+    /// `lead`, then an `Option<u64>` as its derived `Hash` feeds this
+    /// hasher: the discriminant in one byte, then the value if there is one.
+    #[inline(always)]
+    pub(crate) fn put_u8_option_u64(&mut self, lead: u8, v: Option<u64>) {
+        let mut b = [0u8; 10];
+        b[0] = lead;
+        let used = match v {
+            Some(v) => {
+                b[1] = 1;
+                b[2..].copy_from_slice(&v.to_le_bytes());
+                10
+            }
+            None => 2,
+        };
+        self.put_prefix(b, used);
+    }
+
+    /// An `Option<u64>` as its derived `Hash` feeds this hasher.
+    #[inline(always)]
+    pub(crate) fn put_option_u64(&mut self, v: Option<u64>) {
+        let mut b = [0u8; 9];
+        let used = match v {
+            Some(v) => {
+                b[0] = 1;
+                b[1..].copy_from_slice(&v.to_le_bytes());
+                9
+            }
+            None => 1,
+        };
+        self.put_prefix(b, used);
     }
 
     /// A value that is nearly always below 255, in one byte when it is.
