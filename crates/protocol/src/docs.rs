@@ -304,7 +304,7 @@ impl TaskState {
 }
 
 impl Hash for DocKey {
-    #[inline]
+    #[inline(always)]
     fn hash<H: Hasher>(&self, state: &mut H) {
         match *self {
             DocKey::Member { owner } => Pack::<9>::new().u8(0).owner(owner).write(state),
@@ -319,7 +319,7 @@ impl Hash for DocKey {
 }
 
 impl Hash for DocValue {
-    #[inline]
+    #[inline(always)]
     fn hash<H: Hasher>(&self, state: &mut H) {
         match *self {
             DocValue::Member(m) => Pack::<34>::new()
