@@ -455,10 +455,10 @@ mod tests {
         }
     }
 
-    pub(crate) const U32S: [u32; 5] = [0, 1, 254, 0x1234_5678, u32::MAX];
-    pub(crate) const U64S: [u64; 4] = [0, 255, 0x0123_4567_89ab_cdef, u64::MAX];
+    const U32S: [u32; 5] = [0, 1, 254, 0x1234_5678, u32::MAX];
+    const U64S: [u64; 4] = [0, 255, 0x0123_4567_89ab_cdef, u64::MAX];
 
-    pub(crate) fn owners() -> Vec<Owner> {
+    fn owners() -> Vec<Owner> {
         U32S.iter()
             .flat_map(|&worker| {
                 U32S.iter().map(move |&incarnation| Owner {

@@ -1,10 +1,12 @@
 //! What the protocol reports about itself, for timelines and reports.
 //! Checkers do not trust these: they judge the store history and the ledger.
 
-use crate::docs::{Owner, TaskId};
+use crate::docs::{Owner, Pack, TaskId};
 use serde::{Deserialize, Serialize};
+use std::hash::{Hash, Hasher};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// `Hash` is written by hand (below): the trace hash's bytes, in one write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum LeaseEvent {
     Registered {
@@ -86,17 +88,215 @@ pub enum FenceCause {
     DeclaredDead,
 }
 
-/// Deliberately empty, so that `LeaseEvent`'s derived `Hash` (the trace
-/// hash) leaves the cause out: it follows from the run's hashed inputs, and
-/// leaving it out keeps every trace hash (tests/golden) what it was before
-/// the field. Never use a `FenceCause` as a hash key: every value collides.
-impl std::hash::Hash for FenceCause {
-    fn hash<H: std::hash::Hasher>(&self, _state: &mut H) {}
+/// Deliberately empty, so that `LeaseEvent`'s `Hash` (the trace hash;
+/// it was derived, and writes the derive's bytes) leaves the cause out: it
+/// follows from the run's hashed inputs, and leaving it out keeps every trace
+/// hash (tests/golden) what it was before the field. Never use a
+/// `FenceCause` as a hash key: every value collides.
+impl Hash for FenceCause {
+    fn hash<H: Hasher>(&self, _state: &mut H) {}
+}
+
+/// The bytes `derive(Hash)` gave the trace hasher, in one write (see
+/// [`Pack`]): the discriminant, then the fields in order; `Fenced`'s cause
+/// writes nothing.
+impl Hash for LeaseEvent {
+    #[inline(always)]
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        match *self {
+            LeaseEvent::Registered { owner } => Pack::<9>::new().u8(0).owner(owner).write(state),
+            LeaseEvent::Claimed { task, epoch } => {
+                Pack::<13>::new().u8(1).task(task).u64(epoch).write(state)
+            }
+            LeaseEvent::StepStarted { task, epoch, step } => Pack::<17>::new()
+                .u8(2)
+                .task(task)
+                .u64(epoch)
+                .u32(step)
+                .write(state),
+            LeaseEvent::StepRecorded { task, epoch, step } => Pack::<17>::new()
+                .u8(3)
+                .task(task)
+                .u64(epoch)
+                .u32(step)
+                .write(state),
+            LeaseEvent::Completed { task, epoch } => {
+                Pack::<13>::new().u8(4).task(task).u64(epoch).write(state)
+            }
+            LeaseEvent::Abandoned { task, epoch } => {
+                Pack::<13>::new().u8(5).task(task).u64(epoch).write(state)
+            }
+            LeaseEvent::Fenced {
+                owner,
+                lease_lost,
+                cause: _,
+            } => Pack::<10>::new()
+                .u8(6)
+                .owner(owner)
+                .u8(lease_lost as u8)
+                .write(state),
+            LeaseEvent::DeclaredDead { owner } => Pack::<9>::new().u8(7).owner(owner).write(state),
+            LeaseEvent::Requeued { task, from, epoch } => Pack::<21>::new()
+                .u8(8)
+                .task(task)
+                .owner(from)
+                .u64(epoch)
+                .write(state),
+            LeaseEvent::ReclaimFinished { owner } => {
+                Pack::<9>::new().u8(9).owner(owner).write(state)
+            }
+            LeaseEvent::TaskLeaseExpired { task, owner, epoch } => Pack::<21>::new()
+                .u8(10)
+                .task(task)
+                .owner(owner)
+                .u64(epoch)
+                .write(state),
+            LeaseEvent::ClaimVoided { task, owner, epoch } => Pack::<21>::new()
+                .u8(11)
+                .task(task)
+                .owner(owner)
+                .u64(epoch)
+                .write(state),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::docs::TraceBytes;
+
+    /// `LeaseEvent` as it was, with the derived `Hash` the hand-written one
+    /// replaces.
+    #[derive(Hash)]
+    enum Derived {
+        Registered {
+            owner: Owner,
+        },
+        Claimed {
+            task: TaskId,
+            epoch: u64,
+        },
+        StepStarted {
+            task: TaskId,
+            epoch: u64,
+            step: u32,
+        },
+        StepRecorded {
+            task: TaskId,
+            epoch: u64,
+            step: u32,
+        },
+        Completed {
+            task: TaskId,
+            epoch: u64,
+        },
+        Abandoned {
+            task: TaskId,
+            epoch: u64,
+        },
+        Fenced {
+            owner: Owner,
+            lease_lost: bool,
+            cause: FenceCause,
+        },
+        DeclaredDead {
+            owner: Owner,
+        },
+        Requeued {
+            task: TaskId,
+            from: Owner,
+            epoch: u64,
+        },
+        ReclaimFinished {
+            owner: Owner,
+        },
+        TaskLeaseExpired {
+            task: TaskId,
+            owner: Owner,
+            epoch: u64,
+        },
+        ClaimVoided {
+            task: TaskId,
+            owner: Owner,
+            epoch: u64,
+        },
+    }
+
+    fn derived(e: LeaseEvent) -> Derived {
+        use LeaseEvent as E;
+        match e {
+            E::Registered { owner } => Derived::Registered { owner },
+            E::Claimed { task, epoch } => Derived::Claimed { task, epoch },
+            E::StepStarted { task, epoch, step } => Derived::StepStarted { task, epoch, step },
+            E::StepRecorded { task, epoch, step } => Derived::StepRecorded { task, epoch, step },
+            E::Completed { task, epoch } => Derived::Completed { task, epoch },
+            E::Abandoned { task, epoch } => Derived::Abandoned { task, epoch },
+            E::Fenced {
+                owner,
+                lease_lost,
+                cause,
+            } => Derived::Fenced {
+                owner,
+                lease_lost,
+                cause,
+            },
+            E::DeclaredDead { owner } => Derived::DeclaredDead { owner },
+            E::Requeued { task, from, epoch } => Derived::Requeued { task, from, epoch },
+            E::ReclaimFinished { owner } => Derived::ReclaimFinished { owner },
+            E::TaskLeaseExpired { task, owner, epoch } => {
+                Derived::TaskLeaseExpired { task, owner, epoch }
+            }
+            E::ClaimVoided { task, owner, epoch } => Derived::ClaimVoided { task, owner, epoch },
+        }
+    }
+
+    #[test]
+    fn hand_written_hash_writes_the_derived_bytes() {
+        let u32s = [0, 1, 254, 0x1234_5678, u32::MAX];
+        let u64s = [0, 255, 0x0123_4567_89ab_cdef, u64::MAX];
+        let mut events = Vec::new();
+        for (i, &a) in u32s.iter().enumerate() {
+            for (j, &epoch) in u64s.iter().enumerate() {
+                let b = u32s[(i + j + 1) % u32s.len()];
+                let owner = Owner {
+                    worker: a,
+                    incarnation: b,
+                };
+                let task = TaskId(b);
+                let step = a ^ b;
+                events.extend([
+                    LeaseEvent::Registered { owner },
+                    LeaseEvent::Claimed { task, epoch },
+                    LeaseEvent::StepStarted { task, epoch, step },
+                    LeaseEvent::StepRecorded { task, epoch, step },
+                    LeaseEvent::Completed { task, epoch },
+                    LeaseEvent::Abandoned { task, epoch },
+                    LeaseEvent::DeclaredDead { owner },
+                    LeaseEvent::Requeued {
+                        task,
+                        from: owner,
+                        epoch,
+                    },
+                    LeaseEvent::ReclaimFinished { owner },
+                    LeaseEvent::TaskLeaseExpired { task, owner, epoch },
+                    LeaseEvent::ClaimVoided { task, owner, epoch },
+                ]);
+                for lease_lost in [false, true] {
+                    for cause in [FenceCause::LeaseExpired, FenceCause::DeclaredDead] {
+                        events.push(LeaseEvent::Fenced {
+                            owner,
+                            lease_lost,
+                            cause,
+                        });
+                    }
+                }
+            }
+        }
+        for e in events {
+            assert_eq!(TraceBytes::of(&e), TraceBytes::of(&derived(e)), "{e:?}");
+        }
+    }
 
     #[test]
     fn a_fence_reads_and_writes_as_before_whatever_its_cause() {
