@@ -235,6 +235,9 @@ pub struct Simulation<N: Node> {
     out_buf: Vec<Output<N::Key, N::Value, N::Event>>,
 }
 
+// Inlined into each call site, where the kind is known: the hashing of that
+// kind alone is left, with no dispatch on the kind.
+#[inline(always)]
 fn emit<K: Hash, V: Hash, E: Hash, O: Observer<K, V, E>>(
     hasher: &mut TraceHasher,
     observer: &mut O,
@@ -257,6 +260,7 @@ fn emit<K: Hash, V: Hash, E: Hash, O: Observer<K, V, E>>(
 /// copy: the bytes are exactly those `derive(Hash)` on [`Record`] feeds the
 /// hasher (the time, the kind's discriminant, the fields in order), which a
 /// test checks. The rare kinds go through the derive itself.
+#[inline(always)]
 fn hash_record<K: Hash, V: Hash, E: Hash>(record: &Record<'_, K, V, E>, hasher: &mut TraceHasher) {
     let t = record.time_us;
     match &record.kind {
