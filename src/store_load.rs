@@ -59,6 +59,7 @@ impl<'a> StoreLoadCounter<'a> {
 }
 
 impl Observer<DocKey, DocValue, LeaseEvent> for StoreLoadCounter<'_> {
+    #[inline]
     fn record(&mut self, record: &Record<'_, DocKey, DocValue, LeaseEvent>) {
         let RecordKind::Store {
             actor, op, before, ..
