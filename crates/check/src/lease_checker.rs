@@ -614,6 +614,18 @@ fn task_of_key(key: &DocKey) -> Option<TaskId> {
     }
 }
 
+impl LeaseChecker {
+    /// Whether the checker reads records of this kind at all: store writes,
+    /// effect ledger lines and the heal phase. The rest (steps, losses,
+    /// the nodes' own events, exits) it ignores, so a host may skip them.
+    pub fn judges<K, V, E>(kind: &RecordKind<'_, K, V, E>) -> bool {
+        matches!(
+            kind,
+            RecordKind::Store { .. } | RecordKind::Effect { .. } | RecordKind::HealPhase
+        )
+    }
+}
+
 impl Observer<DocKey, DocValue, LeaseEvent> for LeaseChecker {
     fn record(&mut self, record: &Record<'_, DocKey, DocValue, LeaseEvent>) {
         match &record.kind {
@@ -664,7 +676,7 @@ impl Observer<DocKey, DocValue, LeaseEvent> for LeaseChecker {
                 self.on_effect(record.time_us, writer, &line);
             }
             RecordKind::HealPhase => self.on_heal(record.time_us),
-            _ => {}
+            kind => debug_assert!(!Self::judges(kind), "a kind judged but not handled"),
         }
     }
 
