@@ -11,6 +11,7 @@ use std::hash::Hasher;
 use xxhash_rust::xxh3::Xxh3Default;
 
 const BUFFER_BYTES: usize = 4096;
+const _: () = assert!(BUFFER_BYTES <= u16::MAX as usize, "the length is a u16");
 /// Marks a `usize`/`isize` too large for one byte; its eight bytes follow.
 const SMALL_MARKER: u8 = 0xff;
 
@@ -60,7 +61,10 @@ impl<const N: usize> Gather<N> {
 pub struct TraceHasher {
     inner: Xxh3Default,
     buf: [u8; BUFFER_BYTES],
-    len: usize,
+    /// Bytes buffered. A `u16`: a length known to be small, so `len + N`
+    /// cannot overflow and the buffer's bounds checks fold into the one
+    /// test against its size.
+    len: u16,
 }
 
 impl Default for TraceHasher {
@@ -80,7 +84,7 @@ impl TraceHasher {
 
     #[cold]
     fn flush(&mut self) {
-        self.inner.update(&self.buf[..self.len]);
+        self.inner.update(&self.buf[..usize::from(self.len)]);
         self.len = 0;
     }
 
@@ -88,7 +92,7 @@ impl TraceHasher {
     #[inline(always)]
     pub(crate) fn put<const N: usize>(&mut self, bytes: [u8; N]) {
         const { assert!(N <= BUFFER_BYTES) };
-        let mut len = self.len;
+        let mut len = usize::from(self.len);
         if len + N > BUFFER_BYTES {
             self.flush();
             len = 0;
@@ -96,7 +100,7 @@ impl TraceHasher {
         // `len` is a local known to fit on both paths, so the bounds check
         // folds away (`self.len` re-read after the call could not be).
         self.buf[len..len + N].copy_from_slice(&bytes);
-        self.len = len + N;
+        self.len = (len + N) as u16;
     }
 
     /// Append the first `used` of `bytes`: variable-length fields (an
@@ -106,13 +110,13 @@ impl TraceHasher {
     fn put_prefix<const N: usize>(&mut self, bytes: [u8; N], used: usize) {
         const { assert!(N <= BUFFER_BYTES) };
         assert!(used <= N);
-        let mut len = self.len;
+        let mut len = usize::from(self.len);
         if len + N > BUFFER_BYTES {
             self.flush();
             len = 0;
         }
         self.buf[len..len + N].copy_from_slice(&bytes);
-        self.len = len + used;
+        self.len = (len + used) as u16;
     }
 
     /// Bytes gathered by a [`Gather`], in one copy.
@@ -180,7 +184,7 @@ impl TraceHasher {
             return;
         }
         self.buf[..bytes.len()].copy_from_slice(bytes);
-        self.len = bytes.len();
+        self.len = bytes.len() as u16;
     }
 
     /// The 64-bit digest, formatted by callers as 16 hex digits.
@@ -193,7 +197,7 @@ impl TraceHasher {
 impl Hasher for TraceHasher {
     fn finish(&self) -> u64 {
         let mut copy = self.inner.clone();
-        copy.update(&self.buf[..self.len]);
+        copy.update(&self.buf[..usize::from(self.len)]);
         copy.digest()
     }
 
@@ -202,14 +206,15 @@ impl Hasher for TraceHasher {
     // few fixed stores, as in `put`.
     #[inline(always)]
     fn write(&mut self, bytes: &[u8]) {
-        let len = self.len;
+        let len = usize::from(self.len);
         let n = bytes.len();
-        if n > BUFFER_BYTES - len {
+        // No overflow: `len` is below 2^16 and a slice below 2^63 bytes.
+        if len + n > BUFFER_BYTES {
             self.write_past_buffer(bytes);
             return;
         }
         self.buf[len..len + n].copy_from_slice(bytes);
-        self.len = len + n;
+        self.len = (len + n) as u16;
     }
 
     // Little-endian, and `usize` as if 64 bits wide, so the hash is the same
