@@ -380,11 +380,63 @@ fn hash_record<K: Hash, V: Hash, E: Hash>(record: &Record<'_, K, V, E>, hasher: 
             }
             hasher.put_option_u64(before.map(|d| d.version));
         }
-        RecordKind::Effect { .. }
-        | RecordKind::Fault(_)
-        | RecordKind::Exit { .. }
-        | RecordKind::Dropped { .. }
-        | RecordKind::HealPhase => record.hash(hasher),
+        &RecordKind::Effect {
+            actor,
+            request,
+            call,
+            outcome,
+            decided_us,
+            sent_us,
+        } => {
+            // The actor, then the fields after it, as derived.
+            #[inline(always)]
+            fn tail<const N: usize>(
+                mut g: Gather<N>,
+                request: RequestId,
+                call: EffectRequest,
+                outcome: EffectReply,
+                decided_us: u64,
+                sent_us: u64,
+            ) -> Gather<N> {
+                g.u64(request.0)
+                    .u16(call.service.0)
+                    .u64(call.resource)
+                    .u32(call.step)
+                    .u64(call.token)
+                    .u8(call.idempotency_key as u8)
+                    .u8(outcome as u8)
+                    .u64(decided_us)
+                    .u64(sent_us);
+                g
+            }
+            match actor {
+                Actor::Node { node, incarnation } => {
+                    let mut g = Gather::<66>::new();
+                    g.u64(t).u8(2).u8(0).u32(node.0).u32(incarnation);
+                    hasher.put_gathered(&tail(g, request, call, outcome, decided_us, sent_us));
+                }
+                Actor::External => {
+                    let mut g = Gather::<58>::new();
+                    g.u64(t).u8(2).u8(1);
+                    hasher.put_gathered(&tail(g, request, call, outcome, decided_us, sent_us));
+                }
+            }
+        }
+        &RecordKind::Exit { node, incarnation } => hasher.put_gathered(
+            Gather::<17>::new()
+                .u64(t)
+                .u8(6)
+                .u32(node.0)
+                .u32(incarnation),
+        ),
+        &RecordKind::Dropped { node, incarnation } => hasher.put_gathered(
+            Gather::<17>::new()
+                .u64(t)
+                .u8(7)
+                .u32(node.0)
+                .u32(incarnation),
+        ),
+        RecordKind::Fault(_) | RecordKind::HealPhase => record.hash(hasher),
     }
 }
 
@@ -1633,20 +1685,24 @@ mod tests {
             incarnation: 300,
             event: &event,
         });
-        kinds.push(RecordKind::Effect {
-            actor: actors[1],
-            request: RequestId(1),
-            call: EffectRequest {
-                service: ServiceId(2),
-                resource: BIG,
-                step: 3,
-                token: 4,
-                idempotency_key: true,
-            },
-            outcome: EffectReply::Deduplicated,
-            decided_us: 5,
-            sent_us: 6,
-        });
+        for (i, actor) in actors.into_iter().enumerate() {
+            for outcome in replies {
+                kinds.push(RecordKind::Effect {
+                    actor,
+                    request: RequestId(1),
+                    call: EffectRequest {
+                        service: ServiceId(0x0102 + i as u16),
+                        resource: BIG,
+                        step: 3,
+                        token: BIG ^ 4,
+                        idempotency_key: i == 0,
+                    },
+                    outcome,
+                    decided_us: 5,
+                    sent_us: BIG,
+                });
+            }
+        }
         kinds.push(RecordKind::Fault(Fault::Restart {
             node: NodeId(1),
             incarnation: 2,

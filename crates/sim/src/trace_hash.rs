@@ -48,6 +48,11 @@ impl<const N: usize> Gather<N> {
     }
 
     #[inline(always)]
+    pub(crate) fn u16(&mut self, v: u16) -> &mut Self {
+        self.put(v.to_le_bytes())
+    }
+
+    #[inline(always)]
     pub(crate) fn u32(&mut self, v: u32) -> &mut Self {
         self.put(v.to_le_bytes())
     }
