@@ -2,7 +2,6 @@
 
 use crate::{DocKey, DocValue, LeaseEvent, LeaseOutput};
 use leasehold_interface::{EffectRequest, Instant, Output, RequestId, StoreRequest};
-use std::collections::VecDeque;
 
 /// Bound on requests one node may have outstanding: a worker has a handful
 /// per task slot; anything beyond this is a runaway loop.
@@ -12,22 +11,28 @@ pub const MAX_QUEUED_OUTPUTS: usize = 4_096;
 
 pub struct Outbox<P> {
     next_request: u64,
-    /// In request-id order (ids only grow: a new request is a push at the
-    /// back). A ring buffer because replies come back roughly in the order
-    /// requests left, so removals are near the front; a `Vec` shifted every
-    /// later entry per reply, a 60 KiB `memmove` for a reclaimer with a
-    /// thousand requeues in flight.
-    pending: VecDeque<(RequestId, P, Instant)>,
+    /// `pending[head..]` are the requests in flight, in request-id order
+    /// (ids only grow: a new request is a push at the back); entries before
+    /// `head` are spent. Replies come back roughly in the order requests
+    /// left, so a removal is near the front: the entries before it move up
+    /// one place and `head` steps past the gap (a removal nearer the back
+    /// shifts the back instead). A plain sorted `Vec` shifted every later
+    /// entry per reply, a 60 KiB `memmove` for a reclaimer with a thousand
+    /// requeues in flight; a `VecDeque` did the same work with a ring's
+    /// index arithmetic on every access and scan.
+    pending: Vec<(RequestId, P, Instant)>,
+    head: usize,
     /// A `Vec`, not a ring: the host drains it whole after every input, and
     /// `append` moves the lot in one copy.
     queued: Vec<LeaseOutput>,
 }
 
-impl<P> Outbox<P> {
+impl<P: Copy> Outbox<P> {
     pub fn new() -> Outbox<P> {
         Outbox {
             next_request: 0,
-            pending: VecDeque::new(),
+            pending: Vec::new(),
+            head: 0,
             queued: Vec::new(),
         }
     }
@@ -42,13 +47,23 @@ impl<P> Outbox<P> {
 
     fn next_id(&mut self, purpose: P, deadline: Instant) -> RequestId {
         assert!(
-            self.pending.len() < MAX_PENDING_REQUESTS,
+            self.pending.len() - self.head < MAX_PENDING_REQUESTS,
             "too many pending requests"
         );
         let id = RequestId(self.next_request);
         self.next_request += 1;
-        debug_assert!(self.pending.back().is_none_or(|(last, _, _)| *last < id));
-        self.pending.push_back((id, purpose, deadline));
+        debug_assert!(self.pending.last().is_none_or(|(last, _, _)| *last < id));
+        // Reclaim the spent prefix: for free when nothing is in flight,
+        // else once it is at least eight entries and half the vector (so the
+        // vector stays within twice the requests in flight, plus eight).
+        if self.head == self.pending.len() {
+            self.pending.clear();
+            self.head = 0;
+        } else if self.head >= 8 && self.head * 2 >= self.pending.len() {
+            self.pending.drain(..self.head);
+            self.head = 0;
+        }
+        self.pending.push((id, purpose, deadline));
         id
     }
 
@@ -76,39 +91,50 @@ impl<P> Outbox<P> {
         // request is at or near the front: a short walk finds it, and only
         // a long list (a reclaimer's requeues) is searched by halves.
         const WALK: usize = 8;
-        let i = match self
-            .pending
-            .iter()
-            .take(WALK)
-            .position(|(id, _, _)| *id >= request)
-        {
-            Some(i) if self.pending[i].0 == request => i,
+        let live = &self.pending[self.head..];
+        let i = match live.iter().take(WALK).position(|(id, _, _)| *id >= request) {
+            Some(i) if live[i].0 == request => i,
             Some(_) => return None,
-            None if self.pending.len() <= WALK => return None,
-            None => self
-                .pending
-                .binary_search_by_key(&request, |(id, _, _)| *id)
-                .ok()?,
+            None if live.len() <= WALK => return None,
+            None => live.binary_search_by_key(&request, |(id, _, _)| *id).ok()?,
         };
+        Some(self.remove(i))
+    }
+
+    /// Remove the `i`-th request in flight; its purpose.
+    fn remove(&mut self, i: usize) -> P {
+        let at = self.head + i;
+        let purpose = self.pending[at].1;
         if i == 0 {
-            return self.pending.pop_front().map(|(_, purpose, _)| purpose);
+            self.head += 1;
+        } else if at + 1 == self.pending.len() {
+            self.pending.pop();
+        } else if i < self.pending.len() - at {
+            // Nearer the front: the earlier requests move up one place.
+            self.pending.copy_within(self.head..at, self.head + 1);
+            self.head += 1;
+        } else {
+            self.pending.remove(at);
         }
-        self.pending.remove(i).map(|(_, purpose, _)| purpose)
+        purpose
     }
 
     pub fn earliest_deadline(&self) -> Option<Instant> {
-        self.pending.iter().map(|(_, _, d)| *d).min()
+        self.pending[self.head..].iter().map(|(_, _, d)| *d).min()
     }
 
     /// Remove and return the oldest request whose deadline has passed.
     /// Called in a loop; requests sent meanwhile have later deadlines.
     pub fn expire_one(&mut self, now: Instant) -> Option<P> {
-        let i = self.pending.iter().position(|(_, _, d)| *d <= now)?;
-        self.pending.remove(i).map(|(_, purpose, _)| purpose)
+        let i = self.pending[self.head..]
+            .iter()
+            .position(|(_, _, d)| *d <= now)?;
+        Some(self.remove(i))
     }
 
     pub fn clear_pending(&mut self) {
         self.pending.clear();
+        self.head = 0;
     }
 
     pub fn poll(&mut self) -> Option<LeaseOutput> {
@@ -118,5 +144,77 @@ impl<P> Outbox<P> {
 
     pub fn drain_into(&mut self, out: &mut Vec<LeaseOutput>) {
         out.append(&mut self.queued);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// The same answers as a map from request id to (purpose, deadline),
+    /// for any mix of sends, replies (in and out of order, duplicated, for
+    /// requests given up), expiries and clears, with few and many requests
+    /// in flight.
+    #[test]
+    fn pending_requests_behave_like_a_map_by_id() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for in_flight in [2u64, 8, 40, 1_000] {
+            let mut ours: Outbox<u64> = Outbox::new();
+            let mut theirs: BTreeMap<u64, (u64, Instant)> = BTreeMap::new();
+            let mut sent = 0u64;
+            let mut now = 0u64;
+            for _ in 0..20_000 {
+                match next() % 8 {
+                    0..=2 if (theirs.len() as u64) < in_flight => {
+                        let purpose = next();
+                        let deadline = Instant::from_micros(now + 1 + next() % 50);
+                        assert_eq!(ours.next_id(purpose, deadline), RequestId(sent));
+                        theirs.insert(sent, (purpose, deadline));
+                        sent += 1;
+                        // Spent entries are reclaimed as requests are sent.
+                        assert!(ours.pending.len() <= 2 * theirs.len() + 8);
+                    }
+                    0..=4 => {
+                        // Mostly an early request, sometimes any id at all.
+                        let id = match theirs.keys().nth((next() % 3) as usize) {
+                            Some(&id) if next() % 4 != 0 => id,
+                            _ => next() % (sent + 1),
+                        };
+                        let want = theirs.remove(&id).map(|(p, _)| p);
+                        assert_eq!(ours.take(RequestId(id)), want);
+                    }
+                    5 | 6 => {
+                        now += next() % 10;
+                        let due = theirs
+                            .iter()
+                            .find(|(_, (_, d))| *d <= Instant::from_micros(now))
+                            .map(|(&id, &(p, _))| (id, p));
+                        if let Some((id, _)) = due {
+                            theirs.remove(&id);
+                        }
+                        assert_eq!(
+                            ours.expire_one(Instant::from_micros(now)),
+                            due.map(|(_, p)| p)
+                        );
+                    }
+                    _ if next() % 64 == 0 => {
+                        ours.clear_pending();
+                        theirs.clear();
+                    }
+                    _ => {}
+                }
+                assert_eq!(
+                    ours.earliest_deadline(),
+                    theirs.values().map(|(_, d)| *d).min()
+                );
+            }
+        }
     }
 }
