@@ -118,6 +118,13 @@ pub struct Worker {
     beats: u64,
     /// Local send time of the newest heartbeat known to have landed.
     renewed_at: Option<Instant>,
+    /// `renewed_at` plus `fence_after_ms`: when we stop trusting our lease.
+    /// Kept, not derived, since every input and every `poll_timeout` reads
+    /// it.
+    lease_deadline: Option<Instant>,
+    /// `cfg.self_fence_after_ms()`, computed once (a division by a million
+    /// and three saturating subtractions per read otherwise).
+    fence_after_ms: u64,
     heartbeat_in_flight: bool,
     next_heartbeat_at: Instant,
     polling: bool,
@@ -162,6 +169,7 @@ impl Worker {
         debug_assert!(cfg.validate().is_ok());
         assert!(me.incarnation > 0, "incarnations start at 1");
         let poll_interval_ms = cfg.poll_interval_ms;
+        let fence_after_ms = cfg.self_fence_after_ms();
         let me = if cfg.variant == Variant::ReusedIdentity {
             // Planted bug: every incarnation calls itself the first one.
             Owner {
@@ -178,6 +186,8 @@ impl Worker {
             member_version: 0,
             beats: 0,
             renewed_at: None,
+            lease_deadline: None,
+            fence_after_ms,
             heartbeat_in_flight: false,
             next_heartbeat_at: Instant::ZERO,
             polling: false,
@@ -224,8 +234,11 @@ impl Worker {
     }
 
     fn lease_deadline(&self) -> Option<Instant> {
-        self.renewed_at
-            .map(|t| t.plus_ms(self.cfg.self_fence_after_ms()))
+        debug_assert_eq!(
+            self.lease_deadline,
+            self.renewed_at.map(|t| t.plus_ms(self.fence_after_ms))
+        );
+        self.lease_deadline
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {
@@ -375,6 +388,7 @@ impl Worker {
         self.beats = beats;
         if self.renewed_at.is_none_or(|t| sent_at > t) {
             self.renewed_at = Some(sent_at);
+            self.lease_deadline = Some(sent_at.plus_ms(self.fence_after_ms));
         }
         self.next_heartbeat_at = sent_at.plus_ms(self.cfg.heartbeat_interval_ms);
     }
