@@ -22,6 +22,11 @@ pub struct Outbox<P> {
     /// index arithmetic on every access and scan.
     pending: Vec<(RequestId, P, Instant)>,
     head: usize,
+    /// The earliest deadline in `pending[head..]` (`None` when nothing is in
+    /// flight): kept, because the host asks for it after every input and
+    /// every input checks for expiries; recomputed only when the request
+    /// holding it leaves.
+    earliest: Option<Instant>,
     /// A `Vec`, not a ring: the host drains it whole after every input, and
     /// `append` moves the lot in one copy.
     queued: Vec<LeaseOutput>,
@@ -33,6 +38,7 @@ impl<P: Copy> Outbox<P> {
             next_request: 0,
             pending: Vec::new(),
             head: 0,
+            earliest: None,
             queued: Vec::new(),
         }
     }
@@ -64,6 +70,7 @@ impl<P: Copy> Outbox<P> {
             self.head = 0;
         }
         self.pending.push((id, purpose, deadline));
+        self.earliest = Some(self.earliest.map_or(deadline, |e| e.min(deadline)));
         id
     }
 
@@ -104,7 +111,7 @@ impl<P: Copy> Outbox<P> {
     /// Remove the `i`-th request in flight; its purpose.
     fn remove(&mut self, i: usize) -> P {
         let at = self.head + i;
-        let purpose = self.pending[at].1;
+        let (_, purpose, deadline) = self.pending[at];
         if i == 0 {
             self.head += 1;
         } else if at + 1 == self.pending.len() {
@@ -116,16 +123,27 @@ impl<P: Copy> Outbox<P> {
         } else {
             self.pending.remove(at);
         }
+        if Some(deadline) == self.earliest {
+            self.earliest = self.scan_earliest();
+        }
         purpose
     }
 
-    pub fn earliest_deadline(&self) -> Option<Instant> {
+    fn scan_earliest(&self) -> Option<Instant> {
         self.pending[self.head..].iter().map(|(_, _, d)| *d).min()
+    }
+
+    pub fn earliest_deadline(&self) -> Option<Instant> {
+        debug_assert_eq!(self.earliest, self.scan_earliest());
+        self.earliest
     }
 
     /// Remove and return the oldest request whose deadline has passed.
     /// Called in a loop; requests sent meanwhile have later deadlines.
     pub fn expire_one(&mut self, now: Instant) -> Option<P> {
+        if self.earliest_deadline().is_none_or(|e| now < e) {
+            return None;
+        }
         let i = self.pending[self.head..]
             .iter()
             .position(|(_, _, d)| *d <= now)?;
@@ -135,6 +153,7 @@ impl<P: Copy> Outbox<P> {
     pub fn clear_pending(&mut self) {
         self.pending.clear();
         self.head = 0;
+        self.earliest = None;
     }
 
     pub fn poll(&mut self) -> Option<LeaseOutput> {
