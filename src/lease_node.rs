@@ -22,14 +22,8 @@ impl Node for LeaseNode {
         out: &mut Vec<Output<DocKey, DocValue, LeaseEvent>>,
     ) {
         match self {
-            LeaseNode::Worker(w) => {
-                w.handle_input(now, input);
-                w.drain_outputs(out);
-            }
-            LeaseNode::Reclaimer(r) => {
-                r.handle_input(now, input);
-                r.drain_outputs(out);
-            }
+            LeaseNode::Worker(w) => w.step(now, input, out),
+            LeaseNode::Reclaimer(r) => r.step(now, input, out),
         }
     }
 

@@ -164,12 +164,56 @@ impl<P: Copy> Outbox<P> {
     pub fn drain_into(&mut self, out: &mut Vec<LeaseOutput>) {
         out.append(&mut self.queued);
     }
+
+    /// Queue outputs straight into the host's `out` until `return_queue`:
+    /// the two vectors change places, so the outputs of one input are
+    /// written once, where the host reads them, rather than queued here and
+    /// then copied over. Anything already queued goes to `out` first, so the
+    /// order is that of `drain_into` after the input.
+    pub fn lend_queue(&mut self, out: &mut Vec<LeaseOutput>) {
+        if !self.queued.is_empty() {
+            out.append(&mut self.queued);
+        }
+        std::mem::swap(&mut self.queued, out);
+    }
+
+    /// Give the host back its vector, now holding the outputs, and take our
+    /// own (empty) one back.
+    pub fn return_queue(&mut self, out: &mut Vec<LeaseOutput>) {
+        debug_assert!(out.is_empty());
+        std::mem::swap(&mut self.queued, out);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::TaskId;
     use std::collections::BTreeMap;
+
+    fn claimed(task: u32) -> LeaseOutput {
+        Output::Event(LeaseEvent::Claimed {
+            task: TaskId(task),
+            epoch: 1,
+        })
+    }
+
+    /// Queueing into a lent vector leaves the host with what `drain_into`
+    /// would have given it: its own outputs, then those queued before the
+    /// loan, then those queued during it.
+    #[test]
+    fn a_lent_queue_ends_like_a_drain() {
+        let mut ours: Outbox<u64> = Outbox::new();
+        ours.push(claimed(1));
+        let mut out = vec![claimed(0)];
+        ours.lend_queue(&mut out);
+        assert!(out.is_empty());
+        ours.push(claimed(2));
+        ours.push(claimed(3));
+        ours.return_queue(&mut out);
+        assert_eq!(out, (0..4).map(claimed).collect::<Vec<_>>());
+        assert!(ours.queued.is_empty());
+    }
 
     /// The same answers as a map from request id to (purpose, deadline),
     /// for any mix of sends, replies (in and out of order, duplicated, for

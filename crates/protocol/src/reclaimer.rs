@@ -164,6 +164,14 @@ impl Reclaimer {
         self.out.drain_into(out);
     }
 
+    /// `handle_input`, then `drain_outputs` into `out`, with the outputs
+    /// written straight into `out` instead of copied there.
+    pub fn step(&mut self, time: LocalTime, input: LeaseInput, out: &mut Vec<LeaseOutput>) {
+        self.out.lend_queue(out);
+        self.handle_input(time, input);
+        self.out.return_queue(out);
+    }
+
     pub fn poll_timeout(&self) -> Option<Instant> {
         let scan = if self.scan_in_flight {
             None
