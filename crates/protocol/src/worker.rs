@@ -292,17 +292,28 @@ impl Worker {
     /// claims on their way and in doubt alike (`doubtful`); and in task mode,
     /// leases being created (`lease_creates`) and any lease held for a task
     /// in neither `runs` nor `doubtful` (a claim's or a run's lease shares
-    /// its slot). On the hot path (`poll_timeout` asks every step): the lease
-    /// walk is over a short vector, empty in worker mode.
+    /// its slot). On the hot path (`poll_timeout` asks every step), so
+    /// inlined; the lease walk, over a short vector and never taken in
+    /// worker mode, is not.
+    #[inline]
     fn busy_slots(&self) -> usize {
-        let lone_leases = self
-            .leases
-            .keys()
-            .filter(|t| !self.runs.contains_key(t) && !self.doubtful.contains_key(t))
-            .count();
-        self.runs.len() + self.doubtful.len() + lone_leases + self.lease_creates.len()
+        let held = self.runs.len() + self.doubtful.len() + self.lease_creates.len();
+        if self.leases.len() == 0 {
+            held
+        } else {
+            held + self.lone_leases()
+        }
     }
 
+    #[inline(never)]
+    fn lone_leases(&self) -> usize {
+        self.leases
+            .keys()
+            .filter(|t| !self.runs.contains_key(t) && !self.doubtful.contains_key(t))
+            .count()
+    }
+
+    #[inline]
     fn free_slots(&self) -> usize {
         (self.cfg.slots_per_worker as usize).saturating_sub(self.busy_slots())
     }
