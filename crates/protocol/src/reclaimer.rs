@@ -100,6 +100,14 @@ impl Observation {
     }
 }
 
+/// An `Observation` of a heartbeat document, and the scan that last saw
+/// it: a finished scan forgets owners it did not see.
+#[derive(Clone, Copy, Debug)]
+struct MemberObservation {
+    seen: Observation,
+    scan: u64,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Job {
     dead_version: Version,
@@ -114,10 +122,13 @@ pub struct Reclaimer {
     next_scan_at: Option<Instant>,
     scan_started_at: Instant,
     scan_in_flight: bool,
-    seen_this_scan: BTreeSet<Owner>,
-    /// Owners whose documents were Alive in the last complete scan.
-    alive: BTreeSet<Owner>,
-    observed: BTreeMap<Owner, Observation>,
+    /// Counts scans started; an observation remembers the last that saw its
+    /// document.
+    scan: u64,
+    /// Owners whose documents were Alive in the last complete scan, in
+    /// order (rebuilt whole after each scan; searched by halves).
+    alive: Vec<Owner>,
+    observed: BTreeMap<Owner, MemberObservation>,
     marking: BTreeSet<Owner>,
     /// Owners this incarnation declared dead (only the planted bug
     /// `skip-dead-on-restart` looks at it).
@@ -139,8 +150,8 @@ impl Reclaimer {
             next_scan_at: None,
             scan_started_at: Instant::ZERO,
             scan_in_flight: false,
-            seen_this_scan: BTreeSet::new(),
-            alive: BTreeSet::new(),
+            scan: 0,
+            alive: Vec::new(),
             observed: BTreeMap::new(),
             marking: BTreeSet::new(),
             declared_by_me: BTreeSet::new(),
@@ -204,7 +215,7 @@ impl Reclaimer {
         }
         if !self.scan_in_flight && self.next_scan_at.is_some_and(|t| now >= t) {
             self.scan_started_at = now;
-            self.seen_this_scan.clear();
+            self.scan += 1;
             self.leases.start_scan();
             self.scan_members(now, self.scan_range().0);
         }
@@ -287,9 +298,10 @@ impl Reclaimer {
                         _ => {
                             // Forget workers whose documents are gone, so
                             // memory follows the live fleet.
-                            let seen = std::mem::take(&mut self.seen_this_scan);
-                            self.observed.retain(|o, _| seen.contains(o));
-                            self.alive = self.observed.keys().copied().collect();
+                            let scan = self.scan;
+                            self.observed.retain(|_, o| o.scan == scan);
+                            self.alive.clear();
+                            self.alive.extend(self.observed.keys().copied());
                             self.leases.finish_scan();
                             if self.cfg.heartbeat_mode == HeartbeatMode::Worker {
                                 self.sweep_owned(now, DocKey::owned_range(Owner::MIN).0);
@@ -399,7 +411,7 @@ impl Reclaimer {
             return;
         };
         if t.state != TaskState::Running
-            || self.alive.contains(&owner)
+            || self.alive.binary_search(&owner).is_ok()
             || self.jobs.contains_key(&owner)
         {
             return;
@@ -468,9 +480,13 @@ impl Reclaimer {
         let (DocKey::Member { owner }, Some(member)) = (doc.key, doc.value.as_member()) else {
             return;
         };
-        self.seen_this_scan.insert(owner);
+        let scan = self.scan;
         match member.status {
             MemberStatus::Dead => {
+                // Seen: its observation (if it was Alive before) is kept.
+                if let Some(o) = self.observed.get_mut(&owner) {
+                    o.scan = scan;
+                }
                 // Planted bug `skip-dead-on-restart`: only act on deaths this
                 // incarnation declared itself.
                 let skip = self.cfg.variant == Variant::SkipDeadOnRestart
@@ -480,12 +496,12 @@ impl Reclaimer {
                 }
             }
             MemberStatus::Alive => {
-                let Some(quiet_us) = self
-                    .observed
-                    .entry(owner)
-                    .or_insert(Observation::new(doc.version, now))
-                    .stood_still_us(doc.version, now)
-                else {
+                let obs = self.observed.entry(owner).or_insert(MemberObservation {
+                    seen: Observation::new(doc.version, now),
+                    scan,
+                });
+                obs.scan = scan;
+                let Some(quiet_us) = obs.seen.stood_still_us(doc.version, now) else {
                     return;
                 };
                 let lease_timeout_ms = if self.cfg.variant == Variant::ReclaimerOwnTtl {
