@@ -449,13 +449,20 @@ impl Worker {
                 deadline,
             );
         }
-        for i in 0..self.runs.len() {
-            let (task, run) = self.runs.entry_at(i);
-            let task = *task;
-            match run.wait {
-                Wait::RetryEffectAt(t) if now >= t => self.call_effect(now, task),
-                Wait::RetryProgressAt(t) if now >= t => self.write_progress(now, task),
-                _ => {}
+        // Retries are rare: look for a due one before walking by index.
+        let due = |run: &Run| match run.wait {
+            Wait::RetryEffectAt(t) | Wait::RetryProgressAt(t) => now >= t,
+            Wait::Effect | Wait::Progress => false,
+        };
+        if self.runs.values().any(due) {
+            for i in 0..self.runs.len() {
+                let (task, run) = self.runs.entry_at(i);
+                let task = *task;
+                match run.wait {
+                    Wait::RetryEffectAt(t) if now >= t => self.call_effect(now, task),
+                    Wait::RetryProgressAt(t) if now >= t => self.write_progress(now, task),
+                    _ => {}
+                }
             }
         }
         if !self.polling && now >= self.next_poll_at && self.free_slots() > 0 {
