@@ -37,7 +37,9 @@ impl std::fmt::Display for Owner {
 }
 
 /// `Hash` is written by hand (below): the trace hash's bytes, in one write.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+/// Ordered by variant (in declaration order), then by fields: the order
+/// `derive(Ord)` gives, written out (see `Ord` below).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "doc", rename_all = "snake_case")]
 pub enum DocKey {
     /// A worker incarnation's heartbeat document.
@@ -63,7 +65,46 @@ pub enum DocKey {
     },
 }
 
+impl Ord for DocKey {
+    /// The store's B-tree searches compare keys more than anything else
+    /// in a run, and most of its keys are tasks': two task keys are
+    /// compared first, by task, before the general case (variant, then
+    /// fields, as `derive(Ord)` would).
+    #[inline]
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        use DocKey::*;
+        match (self, other) {
+            (Task { task: a }, Task { task: b }) => a.cmp(b),
+            (Member { owner: a }, Member { owner: b }) => a.cmp(b),
+            (PendingIdx { task: a }, PendingIdx { task: b }) => a.cmp(b),
+            (OwnedIdx { owner: a, task: s }, OwnedIdx { owner: b, task: t }) => {
+                a.cmp(b).then(s.cmp(t))
+            }
+            (TaskLease { task: a }, TaskLease { task: b }) => a.cmp(b),
+            _ => self.variant_rank().cmp(&other.variant_rank()),
+        }
+    }
+}
+
+impl PartialOrd for DocKey {
+    #[inline]
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 impl DocKey {
+    /// The variant's place in declaration order.
+    fn variant_rank(&self) -> u8 {
+        match self {
+            DocKey::Member { .. } => 0,
+            DocKey::Task { .. } => 1,
+            DocKey::PendingIdx { .. } => 2,
+            DocKey::OwnedIdx { .. } => 3,
+            DocKey::TaskLease { .. } => 4,
+        }
+    }
+
     pub fn member_range() -> (DocKey, DocKey) {
         (
             DocKey::Member { owner: Owner::MIN },
@@ -418,6 +459,63 @@ impl Hasher for TraceBytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `DocKey` as it was with `derive(PartialOrd, Ord)`: the order the
+    /// hand-written `Ord` must give.
+    #[derive(PartialEq, Eq, PartialOrd, Ord)]
+    enum Derived {
+        Member { owner: Owner },
+        Task { task: TaskId },
+        PendingIdx { task: TaskId },
+        OwnedIdx { owner: Owner, task: TaskId },
+        TaskLease { task: TaskId },
+    }
+
+    fn derived(key: DocKey) -> Derived {
+        match key {
+            DocKey::Member { owner } => Derived::Member { owner },
+            DocKey::Task { task } => Derived::Task { task },
+            DocKey::PendingIdx { task } => Derived::PendingIdx { task },
+            DocKey::OwnedIdx { owner, task } => Derived::OwnedIdx { owner, task },
+            DocKey::TaskLease { task } => Derived::TaskLease { task },
+        }
+    }
+
+    #[test]
+    fn keys_order_as_derived() {
+        let ids = [0, 1, 2, 7, u32::MAX - 1, u32::MAX];
+        let owners: Vec<Owner> = ids
+            .iter()
+            .flat_map(|&worker| {
+                [0, 1, u32::MAX].map(|incarnation| Owner {
+                    worker,
+                    incarnation,
+                })
+            })
+            .collect();
+        let mut keys = Vec::new();
+        for &task in &ids {
+            let task = TaskId(task);
+            keys.extend([
+                DocKey::Task { task },
+                DocKey::PendingIdx { task },
+                DocKey::TaskLease { task },
+            ]);
+            keys.extend(owners.iter().map(|&owner| DocKey::OwnedIdx { owner, task }));
+        }
+        keys.extend(owners.iter().map(|&owner| DocKey::Member { owner }));
+        for &a in &keys {
+            for &b in &keys {
+                assert_eq!(
+                    a.cmp(&b),
+                    derived(a).cmp(&derived(b)),
+                    "{a:?} against {b:?}"
+                );
+                assert_eq!(a.partial_cmp(&b), Some(a.cmp(&b)));
+                assert_eq!(a.cmp(&b) == std::cmp::Ordering::Equal, a == b);
+            }
+        }
+    }
 
     /// `DocKey` and `DocValue` as they were, with the derived `Hash` the
     /// hand-written impls replace.
