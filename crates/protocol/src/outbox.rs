@@ -51,6 +51,7 @@ impl<P: Copy> Outbox<P> {
         self.queued.push(output);
     }
 
+    #[inline]
     fn next_id(&mut self, purpose: P, deadline: Instant) -> RequestId {
         assert!(
             self.pending.len() - self.head < MAX_PENDING_REQUESTS,
