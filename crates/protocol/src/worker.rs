@@ -87,6 +87,12 @@ enum Wait {
     RetryProgressAt(Instant),
 }
 
+impl Wait {
+    fn is_retry(self) -> bool {
+        matches!(self, Wait::RetryEffectAt(_) | Wait::RetryProgressAt(_))
+    }
+}
+
 /// A claim we sent and have not settled. While its reply is awaited it holds
 /// a slot. If the reply never comes the claim is in doubt: it may still land
 /// (a slow network), so it keeps the slot until the task document shows either
@@ -143,6 +149,10 @@ pub struct Worker {
     first_register_at: Option<Instant>,
     /// At most `slots_per_worker` entries between them, in task order.
     runs: SortedVecMap<TaskId, Run>,
+    /// Runs whose `wait` is a retry: `poll_timeout` and `on_time` walk the
+    /// runs for due retries only when there are some (rarely: every input
+    /// asks). Kept by `set_wait` and `remove_run`.
+    retrying: u32,
     doubtful: SortedVecMap<TaskId, Doubt>,
     /// Task mode: lease creations on their way. Each holds a slot (see
     /// `busy_slots`): at most `slots_per_worker`.
@@ -198,6 +208,7 @@ impl Worker {
             retry_register_at: None,
             first_register_at: None,
             runs: SortedVecMap::new(),
+            retrying: 0,
             doubtful: SortedVecMap::new(),
             lease_creates: SortedVecSet::new(),
             leases: SortedVecMap::new(),
@@ -274,9 +285,15 @@ impl Worker {
             if !self.polling && self.free_slots() > 0 {
                 consider(self.next_poll_at);
             }
-            for run in self.runs.values() {
-                if let Wait::RetryEffectAt(t) | Wait::RetryProgressAt(t) = run.wait {
-                    consider(t);
+            debug_assert_eq!(
+                self.retrying as usize,
+                self.runs.values().filter(|r| r.wait.is_retry()).count()
+            );
+            if self.retrying > 0 {
+                for run in self.runs.values() {
+                    if let Wait::RetryEffectAt(t) | Wait::RetryProgressAt(t) = run.wait {
+                        consider(t);
+                    }
                 }
             }
             for doubt in self.doubtful.values() {
@@ -393,6 +410,7 @@ impl Worker {
             cause,
         });
         self.runs.clear();
+        self.retrying = 0;
         self.doubtful.clear();
         self.lease_creates.clear();
         self.leases.clear();
@@ -454,7 +472,7 @@ impl Worker {
             Wait::RetryEffectAt(t) | Wait::RetryProgressAt(t) => now >= t,
             Wait::Effect | Wait::Progress => false,
         };
-        if self.runs.values().any(due) {
+        if self.retrying > 0 && self.runs.values().any(due) {
             for i in 0..self.runs.len() {
                 let (task, run) = self.runs.entry_at(i);
                 let task = *task;
@@ -561,12 +579,12 @@ impl Worker {
                     && run.step == step
                     && run.wait == Wait::Effect
                 {
-                    run.wait = Wait::RetryEffectAt(now);
+                    set_wait(&mut self.retrying, run, Wait::RetryEffectAt(now));
                 }
             }
             Purpose::CompletionCheck { task, .. } => {
                 if let Some(run) = self.runs.get_mut(&task) {
-                    run.wait = Wait::RetryProgressAt(now);
+                    set_wait(&mut self.retrying, run, Wait::RetryProgressAt(now));
                 }
             }
             Purpose::Progress { task, epoch, step } => {
@@ -575,7 +593,7 @@ impl Worker {
                     && run.step == step
                     && run.wait == Wait::Progress
                 {
-                    run.wait = Wait::RetryProgressAt(now);
+                    set_wait(&mut self.retrying, run, Wait::RetryProgressAt(now));
                 }
             }
             Purpose::LeaseCreate { .. } | Purpose::LeaseRenew { .. } | Purpose::LeaseRelease => {
@@ -938,7 +956,7 @@ impl Worker {
 
     fn call_effect(&mut self, now: Instant, task: TaskId) {
         let run = self.runs.get_mut(&task).expect("running");
-        run.wait = Wait::Effect;
+        set_wait(&mut self.retrying, run, Wait::Effect);
         let services = &self.cfg.step_services;
         let call = EffectRequest {
             service: services[run.step as usize % services.len()],
@@ -965,7 +983,7 @@ impl Worker {
     /// task since. The last step's write completes the task.
     fn write_progress(&mut self, now: Instant, task: TaskId) {
         let run = self.runs.get_mut(&task).expect("running");
-        run.wait = Wait::Progress;
+        set_wait(&mut self.retrying, run, Wait::Progress);
         let steps_done = run.step + 1;
         let state = if steps_done == run.steps_total {
             TaskState::Done
@@ -1039,7 +1057,8 @@ impl Worker {
             StoreReply::Got { .. } => self.abandon(task),
             _ => {
                 let run = self.runs.get_mut(&task).expect("checked");
-                run.wait = Wait::RetryProgressAt(now.plus_ms(self.cfg.retry_backoff_ms));
+                let at = now.plus_ms(self.cfg.retry_backoff_ms);
+                set_wait(&mut self.retrying, run, Wait::RetryProgressAt(at));
             }
         }
     }
@@ -1049,12 +1068,19 @@ impl Worker {
         // under this lease in the store; the reclaimer settles both.
         self.leases.remove(&task);
         self.releasing.remove(&task);
-        if let Some(run) = self.runs.remove(&task) {
+        if let Some(run) = self.remove_run(task) {
             self.out.event(LeaseEvent::Abandoned {
                 task,
                 epoch: run.epoch,
             });
         }
+    }
+
+    /// Remove a run, keeping `retrying` in step.
+    fn remove_run(&mut self, task: TaskId) -> Option<Run> {
+        let run = self.runs.remove(&task)?;
+        self.retrying -= run.wait.is_retry() as u32;
+        Some(run)
     }
 
     fn current_run(&self, task: TaskId, epoch: u64, step: u32, wait: Wait) -> bool {
@@ -1092,7 +1118,8 @@ impl Worker {
             EffectReply::RejectedStale => self.abandon(task),
             EffectReply::Failed => {
                 let run = self.runs.get_mut(&task).expect("checked");
-                run.wait = Wait::RetryEffectAt(now.plus_ms(self.cfg.retry_backoff_ms));
+                let at = now.plus_ms(self.cfg.retry_backoff_ms);
+                set_wait(&mut self.retrying, run, Wait::RetryEffectAt(at));
             }
         }
     }
@@ -1104,7 +1131,7 @@ impl Worker {
         self.out
             .event(LeaseEvent::StepRecorded { task, epoch, step });
         if step + 1 == run.steps_total {
-            self.runs.remove(&task);
+            self.remove_run(task);
             self.out.event(LeaseEvent::Completed { task, epoch });
             self.release_task_lease(now, task);
             self.next_poll_at = now;
@@ -1142,7 +1169,8 @@ impl Worker {
             }
             _ => {
                 let run = self.runs.get_mut(&task).expect("checked");
-                run.wait = Wait::RetryProgressAt(now.plus_ms(self.cfg.retry_backoff_ms));
+                let at = now.plus_ms(self.cfg.retry_backoff_ms);
+                set_wait(&mut self.retrying, run, Wait::RetryProgressAt(at));
                 return;
             }
         };
@@ -1154,4 +1182,10 @@ impl Worker {
             self.next_step(now, task);
         }
     }
+}
+
+/// Set a run's wait, keeping the count of runs waiting to retry in step.
+fn set_wait(retrying: &mut u32, run: &mut Run, wait: Wait) {
+    *retrying = *retrying - run.wait.is_retry() as u32 + wait.is_retry() as u32;
+    run.wait = wait;
 }
