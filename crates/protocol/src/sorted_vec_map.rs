@@ -102,6 +102,18 @@ impl<K: Ord, V> SortedVecMap<K, V> {
         (k, v)
     }
 
+    /// The `i`-th entry in key order, its value mutable.
+    pub fn entry_at_mut(&mut self, i: usize) -> (&K, &mut V) {
+        let (k, v) = &mut self.entries[i];
+        (k, v)
+    }
+
+    /// Where `key` is in key order (for `entry_at`): valid until the next
+    /// insertion or removal.
+    pub fn index_of(&self, key: &K) -> Option<usize> {
+        self.find(key).ok()
+    }
+
     pub fn keys(&self) -> impl Iterator<Item = &K> {
         self.entries.iter().map(|(k, _)| k)
     }

@@ -474,11 +474,9 @@ impl Worker {
         };
         if self.retrying > 0 && self.runs.values().any(due) {
             for i in 0..self.runs.len() {
-                let (task, run) = self.runs.entry_at(i);
-                let task = *task;
-                match run.wait {
-                    Wait::RetryEffectAt(t) if now >= t => self.call_effect(now, task),
-                    Wait::RetryProgressAt(t) if now >= t => self.write_progress(now, task),
+                match self.runs.entry_at(i).1.wait {
+                    Wait::RetryEffectAt(t) if now >= t => self.call_effect(now, i),
+                    Wait::RetryProgressAt(t) if now >= t => self.write_progress(now, i),
                     _ => {}
                 }
             }
@@ -937,25 +935,30 @@ impl Worker {
             task,
             epoch: doc.epoch,
         });
-        self.begin_step(now, task);
+        let at = self.runs.index_of(&task).expect("inserted");
+        self.begin_step(now, at);
     }
 
-    fn begin_step(&mut self, now: Instant, task: TaskId) {
-        let run = self.runs[&task];
+    // The steps of a run take the run's place in `runs` (`at`, from
+    // `SortedVecMap::index_of`), not its task: a reply's run is found once,
+    // not once per function it passes through.
+
+    fn begin_step(&mut self, now: Instant, at: usize) {
+        let (&task, run) = self.runs.entry_at(at);
         self.out.event(LeaseEvent::StepStarted {
             task,
             epoch: run.epoch,
             step: run.step,
         });
         if self.variant() == Variant::ProgressBeforeEffect {
-            self.write_progress(now, task);
+            self.write_progress(now, at);
         } else {
-            self.call_effect(now, task);
+            self.call_effect(now, at);
         }
     }
 
-    fn call_effect(&mut self, now: Instant, task: TaskId) {
-        let run = self.runs.get_mut(&task).expect("running");
+    fn call_effect(&mut self, now: Instant, at: usize) {
+        let (&task, run) = self.runs.entry_at_mut(at);
         set_wait(&mut self.retrying, run, Wait::Effect);
         let services = &self.cfg.step_services;
         let call = EffectRequest {
@@ -981,8 +984,8 @@ impl Worker {
     /// Record that the current step is done: a write conditional on the
     /// version of our own last write, so it lands only if nobody touched the
     /// task since. The last step's write completes the task.
-    fn write_progress(&mut self, now: Instant, task: TaskId) {
-        let run = self.runs.get_mut(&task).expect("running");
+    fn write_progress(&mut self, now: Instant, at: usize) {
+        let (&task, run) = self.runs.entry_at_mut(at);
         set_wait(&mut self.retrying, run, Wait::Progress);
         let steps_done = run.step + 1;
         let state = if steps_done == run.steps_total {
@@ -1057,8 +1060,8 @@ impl Worker {
             StoreReply::Got { .. } => self.abandon(task),
             _ => {
                 let run = self.runs.get_mut(&task).expect("checked");
-                let at = now.plus_ms(self.cfg.retry_backoff_ms);
-                set_wait(&mut self.retrying, run, Wait::RetryProgressAt(at));
+                let retry_at = now.plus_ms(self.cfg.retry_backoff_ms);
+                set_wait(&mut self.retrying, run, Wait::RetryProgressAt(retry_at));
             }
         }
     }
@@ -1083,10 +1086,12 @@ impl Worker {
         Some(run)
     }
 
-    fn current_run(&self, task: TaskId, epoch: u64, step: u32, wait: Wait) -> bool {
-        self.runs
-            .get(&task)
-            .is_some_and(|r| r.epoch == epoch && r.step == step && r.wait == wait)
+    /// The place in `runs` of the run a reply is for, if it is still
+    /// waiting for it.
+    fn current_run(&self, task: TaskId, epoch: u64, step: u32, wait: Wait) -> Option<usize> {
+        let at = self.runs.index_of(&task)?;
+        let r = self.runs.entry_at(at).1;
+        (r.epoch == epoch && r.step == step && r.wait == wait).then_some(at)
     }
 
     fn on_effect_reply(
@@ -1097,9 +1102,9 @@ impl Worker {
         step: u32,
         reply: EffectReply,
     ) {
-        if !self.current_run(task, epoch, step, Wait::Effect) {
+        let Some(at) = self.current_run(task, epoch, step, Wait::Effect) else {
             return; // a reply for work we already gave up
-        }
+        };
         let reply = match reply {
             EffectReply::Failed if self.variant() == Variant::FailedEffectCountedDone => {
                 EffectReply::Applied
@@ -1109,23 +1114,23 @@ impl Worker {
         match reply {
             EffectReply::Applied | EffectReply::Deduplicated => {
                 if self.variant() == Variant::ProgressBeforeEffect {
-                    self.next_step(now, task);
+                    self.next_step(now, at);
                 } else {
-                    self.write_progress(now, task);
+                    self.write_progress(now, at);
                 }
             }
             // The service has seen a newer epoch: the task moved on.
             EffectReply::RejectedStale => self.abandon(task),
             EffectReply::Failed => {
-                let run = self.runs.get_mut(&task).expect("checked");
-                let at = now.plus_ms(self.cfg.retry_backoff_ms);
-                set_wait(&mut self.retrying, run, Wait::RetryEffectAt(at));
+                let run = self.runs.entry_at_mut(at).1;
+                let retry_at = now.plus_ms(self.cfg.retry_backoff_ms);
+                set_wait(&mut self.retrying, run, Wait::RetryEffectAt(retry_at));
             }
         }
     }
 
-    fn next_step(&mut self, now: Instant, task: TaskId) {
-        let run = self.runs.get_mut(&task).expect("running");
+    fn next_step(&mut self, now: Instant, at: usize) {
+        let (&task, run) = self.runs.entry_at_mut(at);
         let epoch = run.epoch;
         let step = run.step;
         self.out
@@ -1138,7 +1143,7 @@ impl Worker {
             return;
         }
         run.step += 1;
-        self.begin_step(now, task);
+        self.begin_step(now, at);
     }
 
     fn on_progress_reply(
@@ -1149,9 +1154,9 @@ impl Worker {
         step: u32,
         reply: StoreReply<DocKey, DocValue>,
     ) {
-        if !self.current_run(task, epoch, step, Wait::Progress) {
+        let Some(at) = self.current_run(task, epoch, step, Wait::Progress) else {
             return;
-        }
+        };
         let landed = match reply {
             StoreReply::Written { version } => Some(version),
             // A retry of ours conflicted with our own earlier write.
@@ -1168,18 +1173,17 @@ impl Worker {
                 return;
             }
             _ => {
-                let run = self.runs.get_mut(&task).expect("checked");
-                let at = now.plus_ms(self.cfg.retry_backoff_ms);
-                set_wait(&mut self.retrying, run, Wait::RetryProgressAt(at));
+                let run = self.runs.entry_at_mut(at).1;
+                let retry_at = now.plus_ms(self.cfg.retry_backoff_ms);
+                set_wait(&mut self.retrying, run, Wait::RetryProgressAt(retry_at));
                 return;
             }
         };
-        let run = self.runs.get_mut(&task).expect("checked");
-        run.version = landed.expect("set above");
+        self.runs.entry_at_mut(at).1.version = landed.expect("set above");
         if self.variant() == Variant::ProgressBeforeEffect {
-            self.call_effect(now, task);
+            self.call_effect(now, at);
         } else {
-            self.next_step(now, task);
+            self.next_step(now, at);
         }
     }
 }
