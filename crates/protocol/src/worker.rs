@@ -728,9 +728,8 @@ impl Worker {
             self.poll_later(now);
             return;
         };
-        // Counted, then picked, in two passes over at most a page: no
-        // allocation per poll.
-        let is_candidate = |d: &&Document<DocKey, DocValue>| {
+        assert!(docs.len() <= POLL_BATCH as usize, "a poll reads one page");
+        let is_candidate = |d: &Document<DocKey, DocValue>| {
             matches!(d.key, DocKey::Task { task }
                 if !self.runs.contains_key(&task)
                     && !self.doubtful.contains_key(&task)
@@ -740,8 +739,16 @@ impl Worker {
                     .as_task()
                     .is_some_and(|t| t.state == TaskState::Pending)
         };
-        let candidates = docs.iter().filter(is_candidate).count();
-        assert!(candidates <= POLL_BATCH as usize, "a poll reads one page");
+        // The candidates' places in the page, found in one pass: no
+        // allocation per poll.
+        let mut places = [0u8; POLL_BATCH as usize];
+        let mut candidates = 0;
+        for (i, d) in docs.iter().enumerate() {
+            if is_candidate(d) {
+                places[candidates] = i as u8;
+                candidates += 1;
+            }
+        }
         self.last_poll_candidates = candidates as u32;
         if candidates == 0 {
             self.poll_idle(now);
@@ -754,7 +761,7 @@ impl Worker {
         // Spread workers over the candidates instead of all racing for the
         // first; deterministic, since the protocol draws no randomness.
         let pick = (self.me.worker as usize + self.claim_retries as usize) % candidates;
-        let doc = docs.iter().filter(is_candidate).nth(pick).expect("counted");
+        let doc = &docs[places[pick] as usize];
         let DocKey::Task { task } = doc.key else {
             unreachable!("filtered")
         };
