@@ -128,7 +128,14 @@ pub struct Reclaimer {
     /// Owners whose documents were Alive in the last complete scan, in
     /// order (rebuilt whole after each scan; searched by halves).
     alive: Vec<Owner>,
-    observed: BTreeMap<Owner, MemberObservation>,
+    /// Heartbeat documents' observations, in owner order. A scan walks the
+    /// documents in that order, so the next one it looks up is nearly
+    /// always at `observed_next` (checked, and searched by halves when not).
+    /// A new owner is inserted in place: a shift of the later entries, once
+    /// per incarnation.
+    observed: Vec<(Owner, MemberObservation)>,
+    /// Just past the observation the scan looked up last.
+    observed_next: usize,
     marking: BTreeSet<Owner>,
     /// Owners this incarnation declared dead (only the planted bug
     /// `skip-dead-on-restart` looks at it).
@@ -152,7 +159,8 @@ impl Reclaimer {
             scan_in_flight: false,
             scan: 0,
             alive: Vec::new(),
-            observed: BTreeMap::new(),
+            observed: Vec::new(),
+            observed_next: 0,
             marking: BTreeSet::new(),
             declared_by_me: BTreeSet::new(),
             jobs: BTreeMap::new(),
@@ -216,6 +224,7 @@ impl Reclaimer {
         if !self.scan_in_flight && self.next_scan_at.is_some_and(|t| now >= t) {
             self.scan_started_at = now;
             self.scan += 1;
+            self.observed_next = 0;
             self.leases.start_scan();
             self.scan_members(now, self.scan_range().0);
         }
@@ -299,9 +308,10 @@ impl Reclaimer {
                             // Forget workers whose documents are gone, so
                             // memory follows the live fleet.
                             let scan = self.scan;
-                            self.observed.retain(|_, o| o.scan == scan);
+                            self.observed.retain(|(_, o)| o.scan == scan);
                             self.alive.clear();
-                            self.alive.extend(self.observed.keys().copied());
+                            self.alive
+                                .extend(self.observed.iter().map(|(owner, _)| *owner));
                             self.leases.finish_scan();
                             if self.cfg.heartbeat_mode == HeartbeatMode::Worker {
                                 self.sweep_owned(now, DocKey::owned_range(Owner::MIN).0);
@@ -484,8 +494,8 @@ impl Reclaimer {
         match member.status {
             MemberStatus::Dead => {
                 // Seen: its observation (if it was Alive before) is kept.
-                if let Some(o) = self.observed.get_mut(&owner) {
-                    o.scan = scan;
+                if let Ok(i) = self.find_observed(owner) {
+                    self.observed[i].1.scan = scan;
                 }
                 // Planted bug `skip-dead-on-restart`: only act on deaths this
                 // incarnation declared itself.
@@ -496,10 +506,14 @@ impl Reclaimer {
                 }
             }
             MemberStatus::Alive => {
-                let obs = self.observed.entry(owner).or_insert(MemberObservation {
-                    seen: Observation::new(doc.version, now),
-                    scan,
+                let i = self.find_observed(owner).unwrap_or_else(|i| {
+                    let seen = Observation::new(doc.version, now);
+                    self.observed
+                        .insert(i, (owner, MemberObservation { seen, scan }));
+                    self.observed_next = i + 1;
+                    i
                 });
+                let obs = &mut self.observed[i].1;
                 obs.scan = scan;
                 let Some(quiet_us) = obs.seen.stood_still_us(doc.version, now) else {
                     return;
@@ -520,6 +534,22 @@ impl Reclaimer {
                 }
             }
         }
+    }
+
+    /// Where `owner`'s observation is in `observed` (`Err`: where it would
+    /// go); the next lookup tries just past it first.
+    fn find_observed(&mut self, owner: Owner) -> Result<usize, usize> {
+        let next = self.observed_next;
+        let found = if self.observed.get(next).is_some_and(|(o, _)| *o == owner) {
+            Ok(next)
+        } else {
+            self.observed.binary_search_by_key(&owner, |(o, _)| *o)
+        };
+        self.observed_next = match found {
+            Ok(i) => i + 1,
+            Err(i) => i,
+        };
+        found
     }
 
     fn mark_dead(&mut self, now: Instant, owner: Owner, version: Version, member: MemberDoc) {
