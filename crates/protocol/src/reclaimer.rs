@@ -128,6 +128,8 @@ pub struct Reclaimer {
     /// Owners whose documents were Alive in the last complete scan, in
     /// order (rebuilt whole after each scan; searched by halves).
     alive: Vec<Owner>,
+    /// Where in `alive` the sweep found an owner last (see `is_alive`).
+    alive_last: usize,
     /// Heartbeat documents' observations, in owner order. A scan walks the
     /// documents in that order, so the next one it looks up is nearly
     /// always at `observed_next` (checked, and searched by halves when not).
@@ -159,6 +161,7 @@ impl Reclaimer {
             scan_in_flight: false,
             scan: 0,
             alive: Vec::new(),
+            alive_last: 0,
             observed: Vec::new(),
             observed_next: 0,
             marking: BTreeSet::new(),
@@ -420,10 +423,7 @@ impl Reclaimer {
         let Some(owner) = t.owner else {
             return;
         };
-        if t.state != TaskState::Running
-            || self.alive.binary_search(&owner).is_ok()
-            || self.jobs.contains_key(&owner)
-        {
+        if t.state != TaskState::Running || self.is_alive(owner) || self.jobs.contains_key(&owner) {
             return;
         }
         let purpose = Purpose::CheckOwner {
@@ -439,6 +439,27 @@ impl Reclaimer {
             purpose,
             self.deadline(now),
         );
+    }
+
+    /// Whether `owner` was alive in the last complete scan. The sweep lists
+    /// tasks in owner order, several per owner, so the owner is nearly
+    /// always the one found last or the next; those are tried before a
+    /// search by halves.
+    fn is_alive(&mut self, owner: Owner) -> bool {
+        let last = self.alive_last;
+        for i in [last, last + 1] {
+            if self.alive.get(i) == Some(&owner) {
+                self.alive_last = i;
+                return true;
+            }
+        }
+        match self.alive.binary_search(&owner) {
+            Ok(i) => {
+                self.alive_last = i;
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// Put a running task back in the queue: the write re-checks that it is
