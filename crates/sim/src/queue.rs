@@ -358,12 +358,18 @@ impl TimerQueue {
         } else {
             let i = at as usize;
             debug_assert_eq!(self.heap[i].slot(), node as usize);
-            let earlier = key.order() < self.heap[i].order();
-            self.heap[i] = key;
-            if earlier {
+            if key.order() < self.heap[i].order() {
+                self.heap[i] = key;
                 self.sift_up(i);
             } else {
-                self.sift_down(i);
+                // Later, as most re-arms are: the new key sinks from the
+                // old one's place (`sift_down` written out, with the key in
+                // hand instead of read back from the heap).
+                let pos = &mut self.pos;
+                let j = sink(&mut self.heap, i, key, |moved, to| {
+                    pos[moved.slot()] = to as u32
+                });
+                self.pos[node as usize] = j as u32;
             }
         }
         debug_assert_eq!(
