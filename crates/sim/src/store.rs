@@ -8,6 +8,7 @@
 use leasehold_interface::{Document, StoreReply, StoreRequest, Version};
 use serde::Serialize;
 use std::collections::{BTreeMap, btree_map};
+use std::ops::Bound;
 
 /// A scan never returns more than this, whatever the caller asked for.
 pub const MAX_SCAN_LIMIT: u32 = 10_000;
@@ -76,29 +77,45 @@ fn document<K: Clone, V: Clone>(key: &K, e: &Entry<K, V>) -> Document<K, V> {
 }
 
 /// The first `limit` documents of a scan (`limit` clamped to
-/// `1..=MAX_SCAN_LIMIT`), and whether more matched. An empty page allocates
-/// nothing, and a short one little: most polls find a handful of pending
-/// tasks or none, and reserving the whole page up front (16 documents per
-/// poll, 1.1 KiB, past mimalloc's small sizes) made it the run's costliest
-/// allocation.
-fn page<K, V>(
-    mut docs: impl Iterator<Item = Document<K, V>>,
+/// `1..=MAX_SCAN_LIMIT`), and whether more matched: the entries `doc` makes
+/// documents of, from `entries` up to the first key not below `end`. An empty
+/// page allocates nothing, and a short one little: most polls find a handful
+/// of pending tasks or none, and reserving the whole page up front (16
+/// documents per poll, 1.1 KiB, past mimalloc's small sizes) made it the
+/// run's costliest allocation.
+///
+/// `entries` runs from the scan's start to the end of the map (see
+/// [`from`]), and the walk stops at `end` itself: `BTreeMap::range(start..end)`
+/// descends the tree a second time to find `end`, which cost a poll's scan of
+/// a few documents as much again.
+fn page<'a, K: Ord, T, V>(
+    mut entries: btree_map::Range<'a, K, T>,
+    end: &K,
     limit: u32,
+    doc: impl Fn(&'a K, &'a T) -> Document<K, V>,
 ) -> (Vec<Document<K, V>>, bool) {
     let limit = limit.clamp(1, MAX_SCAN_LIMIT) as usize;
-    let Some(first) = docs.next() else {
+    let Some((key, entry)) = entries.next().filter(|(k, _)| *k < end) else {
         return (Vec::new(), false);
     };
     let mut page = Vec::with_capacity(limit.min(8));
-    page.push(first);
+    page.push(doc(key, entry));
     // Bounded by `limit`.
-    for doc in docs {
+    for (key, entry) in entries {
+        if key >= end {
+            break;
+        }
         if page.len() == limit {
             return (page, true);
         }
-        page.push(doc);
+        page.push(doc(key, entry));
     }
     (page, false)
+}
+
+/// The entries of `map` from `start` on, in key order.
+fn from<'a, K: Ord, T>(map: &'a BTreeMap<K, T>, start: &K) -> btree_map::Range<'a, K, T> {
+    map.range((Bound::Included(start), Bound::Unbounded))
 }
 
 impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
@@ -282,8 +299,7 @@ impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
             StoreRequest::Scan { start, end, limit } => {
                 self.stats.scans += 1;
                 let (docs, more) = if start < end {
-                    let range = self.docs.range(start.clone()..end.clone());
-                    page(range.map(|(k, e)| document(k, e)), *limit)
+                    page(from(&self.docs, start), end, *limit, document)
                 } else {
                     (Vec::new(), false)
                 };
@@ -293,8 +309,7 @@ impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
             StoreRequest::ScanIndex { start, end, limit } => {
                 self.stats.index_scans += 1;
                 let (docs, more) = if start < end {
-                    let range = self.index.range(start.clone()..end.clone());
-                    let docs = range.map(|(_, e)| {
+                    page(from(&self.index, start), end, *limit, |_, e| {
                         debug_assert!(
                             self.docs
                                 .get(&e.key)
@@ -306,8 +321,7 @@ impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
                             version: e.version,
                             value: e.value.clone(),
                         }
-                    });
-                    page(docs, *limit)
+                    })
                 } else {
                     (Vec::new(), false)
                 };
