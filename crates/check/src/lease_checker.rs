@@ -73,17 +73,61 @@ enum Writer {
     Reclaimer(u32),
 }
 
-#[derive(Clone, Debug, Default)]
+/// A list that is nearly always short, its first `N` entries kept in place
+/// and the rest on the heap. Each task has three (a few epochs, a few
+/// services): as `Vec`s they cost three allocations per task, a fifth of
+/// the checker's work.
+#[derive(Clone, Debug)]
+struct ShortList<T, const N: usize> {
+    len: usize,
+    /// The first `min(len, N)` entries; the rest are filler.
+    first: [T; N],
+    rest: Vec<T>,
+}
+
+impl<T: Copy, const N: usize> ShortList<T, N> {
+    /// An empty list; `filler` only fills the unused places.
+    fn new(filler: T) -> Self {
+        ShortList {
+            len: 0,
+            first: [filler; N],
+            rest: Vec::new(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &T> {
+        self.first[..self.len.min(N)].iter().chain(&self.rest)
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.first[..self.len.min(N)]
+            .iter_mut()
+            .chain(&mut self.rest)
+    }
+
+    fn push(&mut self, value: T) {
+        if self.len < N {
+            self.first[self.len] = value;
+        } else {
+            self.rest.push(value);
+        }
+        self.len += 1;
+    }
+}
+
+#[derive(Clone, Debug)]
 struct TaskTrack {
     doc: Option<TaskDoc>,
     /// Which owner held each epoch it was running in.
-    epoch_owners: Vec<(u64, Owner)>,
-    /// Effect applications per step.
-    applied: Vec<u32>,
+    epoch_owners: ShortList<(u64, Owner), 2>,
     /// (time, new epoch) for every accepted write that changed the epoch.
-    epoch_changes: Vec<(u64, u64)>,
+    epoch_changes: ShortList<(u64, u64), 3>,
     /// Highest epoch each service accepted for this task.
-    service_tokens: Vec<(u16, u64)>,
+    service_tokens: ShortList<(u16, u64), 3>,
 }
 
 /// The parts of an effect ledger line the checker judges.
@@ -96,6 +140,9 @@ struct EffectLine {
 pub struct LeaseChecker {
     cfg: CheckConfig,
     tasks: Vec<TaskTrack>,
+    /// Effect applications per task and step: task `t`'s steps are
+    /// `applied[t * steps_per_task..][..steps_per_task]`.
+    applied: Vec<u32>,
     violations: Vec<Violation>,
     violation_counts: [u64; Invariant::ALL.len()],
     done: u32,
@@ -140,14 +187,18 @@ impl LeaseChecker {
         assert!(cfg.liveness.capacity > 0);
         let tasks = vec![
             TaskTrack {
-                applied: vec![0; cfg.steps_per_task as usize],
-                ..TaskTrack::default()
+                doc: None,
+                epoch_owners: ShortList::new((0, Owner::MIN)),
+                epoch_changes: ShortList::new((0, 0)),
+                service_tokens: ShortList::new((0, 0)),
             };
             cfg.tasks_total as usize
         ];
+        let applied = vec![0; cfg.tasks_total as usize * cfg.steps_per_task as usize];
         LeaseChecker {
             cfg,
             tasks,
+            applied,
             violations: Vec::new(),
             violation_counts: [0; Invariant::ALL.len()],
             done: 0,
@@ -373,9 +424,9 @@ impl LeaseChecker {
     /// is double ownership whatever else happened.
     fn claim_epoch(&mut self, time_us: u64, task: TaskId, epoch: u64, owner: Owner) {
         let track = self.track(task).expect("checked");
-        match track.epoch_owners.iter().find(|(e, _)| *e == epoch) {
-            Some((_, o)) if *o != owner => {
-                let other = *o;
+        let holder = track.epoch_owners.iter().find(|(e, _)| *e == epoch);
+        match holder.map(|&(_, o)| o) {
+            Some(other) if other != owner => {
                 self.violate(
                     Invariant::NoDoubleOwnership,
                     time_us,
@@ -407,7 +458,7 @@ impl LeaseChecker {
         let call = &effect.call;
         let task = TaskId(u32::try_from(call.resource).unwrap_or(u32::MAX));
         let (step, token, service) = (call.step, call.token, call.service.0);
-        let Some(track) = self.track(task) else {
+        let Some(track) = self.tasks.get_mut(task.0 as usize) else {
             let service_name = self.service_name(service);
             self.violate(
                 Invariant::ExactlyOnceEffects,
@@ -445,7 +496,9 @@ impl LeaseChecker {
             }
         };
         let applied = if effect.outcome == EffectReply::Applied {
-            match track.applied.get_mut(step as usize) {
+            let steps = self.cfg.steps_per_task as usize;
+            let applied = (step as usize) < steps;
+            match applied.then(|| &mut self.applied[task.0 as usize * steps + step as usize]) {
                 Some(n) => {
                     *n += 1;
                     Some(*n)
@@ -531,10 +584,11 @@ impl LeaseChecker {
         self.finished = true;
         let mut lost = Vec::new();
         let mut unapplied = Vec::new();
+        let steps = self.cfg.steps_per_task as usize;
         for (i, track) in self.tasks.iter().enumerate() {
             match track.doc {
                 Some(doc) if doc.state == TaskState::Done => {
-                    for (step, n) in track.applied.iter().enumerate() {
+                    for (step, n) in self.applied[i * steps..][..steps].iter().enumerate() {
                         if *n == 0 {
                             unapplied.push((TaskId(i as u32), step, doc));
                         }
