@@ -2,7 +2,7 @@
 //! judged from the records, for `run --json` and the load charts.
 
 use leasehold_check::NodeRole;
-use leasehold_interface::StoreRequest;
+use leasehold_interface::{Document, StoreRequest};
 use leasehold_protocol::{DocKey, DocValue, LeaseEvent, TaskState};
 use leasehold_sim::{Actor, Observer, Record, RecordKind};
 use serde::Serialize;
@@ -61,13 +61,26 @@ impl<'a> StoreLoadCounter<'a> {
 impl Observer<DocKey, DocValue, LeaseEvent> for StoreLoadCounter<'_> {
     #[inline]
     fn record(&mut self, record: &Record<'_, DocKey, DocValue, LeaseEvent>) {
-        let RecordKind::Store {
+        if let RecordKind::Store {
             actor, op, before, ..
-        } = &record.kind
-        else {
-            return;
-        };
-        let worker = self.is_worker(*actor);
+        } = record.kind
+        {
+            self.store(actor, op, before);
+        }
+    }
+}
+
+impl StoreLoadCounter<'_> {
+    /// A store record: what [`Observer::record`] does with one, for a host
+    /// that already knows the record's kind.
+    #[inline]
+    pub fn store(
+        &mut self,
+        actor: Actor,
+        op: &StoreRequest<DocKey, DocValue>,
+        before: Option<&Document<DocKey, DocValue>>,
+    ) {
+        let worker = self.is_worker(actor);
         let l = &mut self.load;
         match op {
             StoreRequest::Get { .. } => l.gets += 1,
@@ -95,7 +108,7 @@ impl Observer<DocKey, DocValue, LeaseEvent> for StoreLoadCounter<'_> {
                     l.heartbeat_writes += 1
                 }
                 (DocKey::Member { .. } | DocKey::TaskLease { .. }, _) => l.mark_dead_writes += 1,
-                (DocKey::Task { .. }, DocValue::Task(t)) => match (*actor, t.state) {
+                (DocKey::Task { .. }, DocValue::Task(t)) => match (actor, t.state) {
                     (Actor::External, _) => l.task_creates += 1,
                     (_, TaskState::Pending) => l.requeues += 1,
                     (_, TaskState::Done) => l.completions += 1,

@@ -1,7 +1,7 @@
 //! The lease invariants, judged online from the records of one run.
 
 use crate::invariant::{Invariant, Violation};
-use leasehold_interface::{EffectReply, EffectRequest, StoreReply, StoreRequest};
+use leasehold_interface::{Document, EffectReply, EffectRequest, StoreReply, StoreRequest};
 use leasehold_protocol::{DocKey, DocValue, LeaseEvent, Owner, TaskDoc, TaskId, TaskState};
 use leasehold_sim::{Actor, NodeId, Observer, Record, RecordKind};
 use serde::Serialize;
@@ -680,57 +680,82 @@ impl LeaseChecker {
     }
 }
 
+impl LeaseChecker {
+    /// A store record ([`RecordKind::Store`]): what [`Observer::record`]
+    /// does with one, for a host that already knows the record's kind.
+    pub fn store(
+        &mut self,
+        time_us: u64,
+        actor: Actor,
+        op: &StoreRequest<DocKey, DocValue>,
+        reply: &StoreReply<DocKey, DocValue>,
+        before: Option<&Document<DocKey, DocValue>>,
+    ) {
+        let Some(task) = op.key().and_then(task_of_key) else {
+            return;
+        };
+        let new = match (op, reply) {
+            (_, StoreReply::Written { .. }) => match op.value().and_then(|v| v.as_task()) {
+                Some(t) => *t,
+                None => return,
+            },
+            (StoreRequest::DeleteIfVersion { .. }, StoreReply::Deleted) => {
+                let writer = self.writer(actor);
+                self.violate(
+                    Invariant::NoLostTask,
+                    time_us,
+                    Some(task),
+                    format!("task {} was deleted by {:?}", task.0, writer),
+                );
+                return;
+            }
+            _ => return,
+        };
+        let before = before.and_then(|d| d.value.as_task().copied());
+        let writer = self.writer(actor);
+        self.on_task_write(time_us, task, writer, before, new);
+    }
+
+    /// An effect ledger line ([`RecordKind::Effect`]): what
+    /// [`Observer::record`] does with one, for a host that already knows the
+    /// record's kind.
+    pub fn effect(
+        &mut self,
+        time_us: u64,
+        actor: Actor,
+        call: EffectRequest,
+        outcome: EffectReply,
+        decided_us: u64,
+    ) {
+        let writer = self.writer(actor);
+        let line = EffectLine {
+            call,
+            outcome,
+            decided_us,
+        };
+        self.on_effect(time_us, writer, &line);
+    }
+}
+
 impl Observer<DocKey, DocValue, LeaseEvent> for LeaseChecker {
     fn record(&mut self, record: &Record<'_, DocKey, DocValue, LeaseEvent>) {
-        match &record.kind {
+        match record.kind {
             RecordKind::Store {
                 actor,
                 op,
                 reply,
                 before,
                 ..
-            } => {
-                let Some(task) = op.key().and_then(task_of_key) else {
-                    return;
-                };
-                let new = match (op, reply) {
-                    (_, StoreReply::Written { .. }) => match op.value().and_then(|v| v.as_task()) {
-                        Some(t) => *t,
-                        None => return,
-                    },
-                    (StoreRequest::DeleteIfVersion { .. }, StoreReply::Deleted) => {
-                        let writer = self.writer(*actor);
-                        self.violate(
-                            Invariant::NoLostTask,
-                            record.time_us,
-                            Some(task),
-                            format!("task {} was deleted by {:?}", task.0, writer),
-                        );
-                        return;
-                    }
-                    _ => return,
-                };
-                let before = before.and_then(|d| d.value.as_task().copied());
-                let writer = self.writer(*actor);
-                self.on_task_write(record.time_us, task, writer, before, new);
-            }
+            } => self.store(record.time_us, actor, op, reply, before),
             RecordKind::Effect {
                 actor,
                 call,
                 outcome,
                 decided_us,
                 ..
-            } => {
-                let writer = self.writer(*actor);
-                let line = EffectLine {
-                    call: *call,
-                    outcome: *outcome,
-                    decided_us: *decided_us,
-                };
-                self.on_effect(record.time_us, writer, &line);
-            }
+            } => self.effect(record.time_us, actor, call, outcome, decided_us),
             RecordKind::HealPhase => self.on_heal(record.time_us),
-            kind => debug_assert!(!Self::judges(kind), "a kind judged but not handled"),
+            ref kind => debug_assert!(!Self::judges(kind), "a kind judged but not handled"),
         }
     }
 
