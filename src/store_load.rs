@@ -49,13 +49,6 @@ impl<'a> StoreLoadCounter<'a> {
             load: StoreLoad::default(),
         }
     }
-
-    fn is_worker(&self, actor: Actor) -> bool {
-        match actor {
-            Actor::Node { node, .. } => matches!(self.roles[node.index()], NodeRole::Worker { .. }),
-            Actor::External => false,
-        }
-    }
 }
 
 impl Observer<DocKey, DocValue, LeaseEvent> for StoreLoadCounter<'_> {
@@ -80,7 +73,12 @@ impl StoreLoadCounter<'_> {
         op: &StoreRequest<DocKey, DocValue>,
         before: Option<&Document<DocKey, DocValue>>,
     ) {
-        let worker = self.is_worker(actor);
+        // Asked only by the writes that depend on it.
+        let roles = self.roles;
+        let worker = || match actor {
+            Actor::Node { node, .. } => matches!(roles[node.index()], NodeRole::Worker { .. }),
+            Actor::External => false,
+        };
         let l = &mut self.load;
         match op {
             StoreRequest::Get { .. } => l.gets += 1,
@@ -97,14 +95,14 @@ impl StoreLoadCounter<'_> {
             StoreRequest::CreateIfAbsent {
                 key: DocKey::TaskLease { .. },
                 ..
-            } if worker => {
+            } if worker() => {
                 l.heartbeat_writes += 1;
                 l.lease_creates += 1;
             }
             StoreRequest::CreateIfAbsent { key, value, .. }
             | StoreRequest::PutIfVersion { key, value, .. }
             | StoreRequest::PutUnconditional { key, value, .. } => match (key, value) {
-                (DocKey::Member { .. } | DocKey::TaskLease { .. }, _) if worker => {
+                (DocKey::Member { .. } | DocKey::TaskLease { .. }, _) if worker() => {
                     l.heartbeat_writes += 1
                 }
                 (DocKey::Member { .. } | DocKey::TaskLease { .. }, _) => l.mark_dead_writes += 1,

@@ -278,6 +278,9 @@ impl LeaseChecker {
         self.tasks.get_mut(task.0 as usize)
     }
 
+    // Out of line: most store records are not task writes, and `store`,
+    // inlined into the host, turns those away before any call.
+    #[inline(never)]
     fn on_task_write(
         &mut self,
         time_us: u64,
@@ -422,6 +425,7 @@ impl LeaseChecker {
 
     /// Record that `owner` works on `task` in `epoch`; two owners in one epoch
     /// is double ownership whatever else happened.
+    #[inline(always)]
     fn claim_epoch(&mut self, time_us: u64, task: TaskId, epoch: u64, owner: Owner) {
         let track = self.track(task).expect("checked");
         let holder = track.epoch_owners.iter().find(|(e, _)| *e == epoch);
@@ -683,6 +687,7 @@ impl LeaseChecker {
 impl LeaseChecker {
     /// A store record ([`RecordKind::Store`]): what [`Observer::record`]
     /// does with one, for a host that already knows the record's kind.
+    #[inline]
     pub fn store(
         &mut self,
         time_us: u64,
@@ -691,25 +696,29 @@ impl LeaseChecker {
         reply: &StoreReply<DocKey, DocValue>,
         before: Option<&Document<DocKey, DocValue>>,
     ) {
+        // The reply first: it turns most records (reads, scans, refused
+        // writes) away in one test.
+        let deleted = match (op, reply) {
+            (_, StoreReply::Written { .. }) => false,
+            (StoreRequest::DeleteIfVersion { .. }, StoreReply::Deleted) => true,
+            _ => return,
+        };
         let Some(task) = op.key().and_then(task_of_key) else {
             return;
         };
-        let new = match (op, reply) {
-            (_, StoreReply::Written { .. }) => match op.value().and_then(|v| v.as_task()) {
-                Some(t) => *t,
-                None => return,
-            },
-            (StoreRequest::DeleteIfVersion { .. }, StoreReply::Deleted) => {
-                let writer = self.writer(actor);
-                self.violate(
-                    Invariant::NoLostTask,
-                    time_us,
-                    Some(task),
-                    format!("task {} was deleted by {:?}", task.0, writer),
-                );
-                return;
-            }
-            _ => return,
+        if deleted {
+            let writer = self.writer(actor);
+            self.violate(
+                Invariant::NoLostTask,
+                time_us,
+                Some(task),
+                format!("task {} was deleted by {:?}", task.0, writer),
+            );
+            return;
+        }
+        let new = match op.value().and_then(|v| v.as_task()) {
+            Some(t) => *t,
+            None => return,
         };
         let before = before.and_then(|d| d.value.as_task().copied());
         let writer = self.writer(actor);
@@ -719,6 +728,7 @@ impl LeaseChecker {
     /// An effect ledger line ([`RecordKind::Effect`]): what
     /// [`Observer::record`] does with one, for a host that already knows the
     /// record's kind.
+    #[inline]
     pub fn effect(
         &mut self,
         time_us: u64,
