@@ -64,9 +64,15 @@ impl Batch {
 /// `target/criterion` (or `$CRITERION_HOME`). `None` in test mode, where
 /// criterion measures nothing.
 pub fn criterion_median_s(group: &str, function: &str) -> Option<f64> {
+    // Where criterion writes: `CRITERION_HOME`, else the cargo target
+    // directory's `criterion` (a `CARGO_TARGET_DIR` moves it).
     let home = std::env::var_os("CRITERION_HOME")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("target/criterion"));
+        .unwrap_or_else(|| {
+            std::env::var_os("CARGO_TARGET_DIR")
+                .map_or_else(|| PathBuf::from("target"), PathBuf::from)
+                .join("criterion")
+        });
     let path = home
         .join(group)
         .join(function)
