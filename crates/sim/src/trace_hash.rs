@@ -1,9 +1,10 @@
 //! The trace hash: a fingerprint of every record of a run.
 //!
 //! Records are fed through `std::hash::Hash` into xxh3. Small writes are
-//! buffered so the per-record cost stays a few nanoseconds: a record is some
-//! twenty small writes, each an inlined store into the buffer, and xxh3
-//! sees whole 4 KiB blocks. (The digest does not depend on how the byte stream
+//! buffered so the per-record cost stays a few nanoseconds: a record is a
+//! few writes (the hot kinds gather their fixed fields into one, giving the
+//! same bytes a field-by-field `derive(Hash)` would), each an inlined store
+//! into the buffer, and xxh3 sees whole 4 KiB blocks. (The digest does not depend on how the byte stream
 //! is cut into updates, so the buffer size is free to change.) Lengths and
 //! enum discriminants, the `usize`/`isize` writes, take one byte when small.
 
