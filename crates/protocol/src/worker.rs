@@ -124,13 +124,13 @@ pub struct Worker {
     beats: u64,
     /// Local send time of the newest heartbeat known to have landed.
     renewed_at: Option<Instant>,
-    /// `renewed_at` plus `fence_after_ms`: when we stop trusting our lease.
-    /// Kept, not derived, since every input and every `poll_timeout` reads
-    /// it.
+    /// `renewed_at` plus `self_fence_after_ms`: when we stop trusting our
+    /// lease. Kept, not derived, since every input and every `poll_timeout`
+    /// reads it.
     lease_deadline: Option<Instant>,
     /// `cfg.self_fence_after_ms()`, computed once (a division by a million
     /// and three saturating subtractions per read otherwise).
-    fence_after_ms: u64,
+    self_fence_after_ms: u64,
     heartbeat_in_flight: bool,
     next_heartbeat_at: Instant,
     polling: bool,
@@ -179,7 +179,7 @@ impl Worker {
         debug_assert!(cfg.validate().is_ok());
         assert!(me.incarnation > 0, "incarnations start at 1");
         let poll_interval_ms = cfg.poll_interval_ms;
-        let fence_after_ms = cfg.self_fence_after_ms();
+        let self_fence_after_ms = cfg.self_fence_after_ms();
         let me = if cfg.variant == Variant::ReusedIdentity {
             // Planted bug: every incarnation calls itself the first one.
             Owner {
@@ -197,7 +197,7 @@ impl Worker {
             beats: 0,
             renewed_at: None,
             lease_deadline: None,
-            fence_after_ms,
+            self_fence_after_ms,
             heartbeat_in_flight: false,
             next_heartbeat_at: Instant::ZERO,
             polling: false,
@@ -255,7 +255,7 @@ impl Worker {
     fn lease_deadline(&self) -> Option<Instant> {
         debug_assert_eq!(
             self.lease_deadline,
-            self.renewed_at.map(|t| t.plus_ms(self.fence_after_ms))
+            self.renewed_at.map(|t| t.plus_ms(self.self_fence_after_ms))
         );
         self.lease_deadline
     }
@@ -425,7 +425,7 @@ impl Worker {
         self.beats = beats;
         if self.renewed_at.is_none_or(|t| sent_at > t) {
             self.renewed_at = Some(sent_at);
-            self.lease_deadline = Some(sent_at.plus_ms(self.fence_after_ms));
+            self.lease_deadline = Some(sent_at.plus_ms(self.self_fence_after_ms));
         }
         self.next_heartbeat_at = sent_at.plus_ms(self.cfg.heartbeat_interval_ms);
     }
@@ -474,9 +474,10 @@ impl Worker {
         };
         if self.retrying > 0 && self.runs.values().any(due) {
             for i in 0..self.runs.len() {
-                match self.runs.entry_at(i).1.wait {
-                    Wait::RetryEffectAt(t) if now >= t => self.call_effect(now, i),
-                    Wait::RetryProgressAt(t) if now >= t => self.write_progress(now, i),
+                let (&task, run) = self.runs.entry_at(i);
+                match run.wait {
+                    Wait::RetryEffectAt(t) if now >= t => self.call_effect(now, task, i),
+                    Wait::RetryProgressAt(t) if now >= t => self.write_progress(now, task, i),
                     _ => {}
                 }
             }
@@ -741,6 +742,7 @@ impl Worker {
         };
         // The candidates' places in the page, found in one pass: no
         // allocation per poll.
+        const _: () = assert!(POLL_BATCH as usize <= 256, "a place fits a u8");
         let mut places = [0u8; POLL_BATCH as usize];
         let mut candidates = 0;
         for (i, d) in docs.iter().enumerate() {
@@ -943,29 +945,33 @@ impl Worker {
             epoch: doc.epoch,
         });
         let at = self.runs.index_of(&task).expect("inserted");
-        self.begin_step(now, at);
+        self.begin_step(now, task, at);
     }
 
     // The steps of a run take the run's place in `runs` (`at`, from
-    // `SortedVecMap::index_of`), not its task: a reply's run is found once,
-    // not once per function it passes through.
+    // `SortedVecMap::index_of`) beside its task: a reply's run is found once,
+    // not once per function it passes through. Each asserts that the place
+    // still holds the task's run (one compare), so a stale place stops the
+    // run instead of stepping another task.
 
-    fn begin_step(&mut self, now: Instant, at: usize) {
-        let (&task, run) = self.runs.entry_at(at);
+    fn begin_step(&mut self, now: Instant, task: TaskId, at: usize) {
+        let (&found, run) = self.runs.entry_at(at);
+        assert_eq!(found, task, "a run's place in `runs` is stale");
         self.out.event(LeaseEvent::StepStarted {
             task,
             epoch: run.epoch,
             step: run.step,
         });
         if self.variant() == Variant::ProgressBeforeEffect {
-            self.write_progress(now, at);
+            self.write_progress(now, task, at);
         } else {
-            self.call_effect(now, at);
+            self.call_effect(now, task, at);
         }
     }
 
-    fn call_effect(&mut self, now: Instant, at: usize) {
-        let (&task, run) = self.runs.entry_at_mut(at);
+    fn call_effect(&mut self, now: Instant, task: TaskId, at: usize) {
+        let (&found, run) = self.runs.entry_at_mut(at);
+        assert_eq!(found, task, "a run's place in `runs` is stale");
         set_wait(&mut self.retrying, run, Wait::Effect);
         let services = &self.cfg.step_services;
         let call = EffectRequest {
@@ -991,8 +997,9 @@ impl Worker {
     /// Record that the current step is done: a write conditional on the
     /// version of our own last write, so it lands only if nobody touched the
     /// task since. The last step's write completes the task.
-    fn write_progress(&mut self, now: Instant, at: usize) {
-        let (&task, run) = self.runs.entry_at_mut(at);
+    fn write_progress(&mut self, now: Instant, task: TaskId, at: usize) {
+        let (&found, run) = self.runs.entry_at_mut(at);
+        assert_eq!(found, task, "a run's place in `runs` is stale");
         set_wait(&mut self.retrying, run, Wait::Progress);
         let steps_done = run.step + 1;
         let state = if steps_done == run.steps_total {
@@ -1121,9 +1128,9 @@ impl Worker {
         match reply {
             EffectReply::Applied | EffectReply::Deduplicated => {
                 if self.variant() == Variant::ProgressBeforeEffect {
-                    self.next_step(now, at);
+                    self.next_step(now, task, at);
                 } else {
-                    self.write_progress(now, at);
+                    self.write_progress(now, task, at);
                 }
             }
             // The service has seen a newer epoch: the task moved on.
@@ -1136,8 +1143,9 @@ impl Worker {
         }
     }
 
-    fn next_step(&mut self, now: Instant, at: usize) {
-        let (&task, run) = self.runs.entry_at_mut(at);
+    fn next_step(&mut self, now: Instant, task: TaskId, at: usize) {
+        let (&found, run) = self.runs.entry_at_mut(at);
+        assert_eq!(found, task, "a run's place in `runs` is stale");
         let epoch = run.epoch;
         let step = run.step;
         self.out
@@ -1150,7 +1158,7 @@ impl Worker {
             return;
         }
         run.step += 1;
-        self.begin_step(now, at);
+        self.begin_step(now, task, at);
     }
 
     fn on_progress_reply(
@@ -1188,9 +1196,9 @@ impl Worker {
         };
         self.runs.entry_at_mut(at).1.version = landed.expect("set above");
         if self.variant() == Variant::ProgressBeforeEffect {
-            self.call_effect(now, at);
+            self.call_effect(now, task, at);
         } else {
-            self.next_step(now, at);
+            self.next_step(now, task, at);
         }
     }
 }

@@ -48,7 +48,7 @@ impl Worker {
     }
 
     fn task_lease_deadline(&self, lease: &TaskLease) -> Instant {
-        lease.renewed_at.plus_ms(self.fence_after_ms)
+        lease.renewed_at.plus_ms(self.self_fence_after_ms)
     }
 
     /// Whether we may act on `task` at `epoch` now: its lease is ours, for
