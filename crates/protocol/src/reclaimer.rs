@@ -315,6 +315,8 @@ impl Reclaimer {
                             self.alive.clear();
                             self.alive
                                 .extend(self.observed.iter().map(|(owner, _)| *owner));
+                            // `is_alive` searches it by halves.
+                            debug_assert!(self.alive.is_sorted());
                             self.leases.finish_scan();
                             if self.cfg.heartbeat_mode == HeartbeatMode::Worker {
                                 self.sweep_owned(now, DocKey::owned_range(Owner::MIN).0);
@@ -449,6 +451,8 @@ impl Reclaimer {
         let last = self.alive_last;
         for i in [last, last + 1] {
             if self.alive.get(i) == Some(&owner) {
+                // The shortcut answers as the search would have.
+                debug_assert_eq!(self.alive.binary_search(&owner), Ok(i));
                 self.alive_last = i;
                 return true;
             }
@@ -531,6 +535,9 @@ impl Reclaimer {
                     let seen = Observation::new(doc.version, now);
                     self.observed
                         .insert(i, (owner, MemberObservation { seen, scan }));
+                    // Kept in owner order: `find_observed` searches by halves.
+                    debug_assert!(i == 0 || self.observed[i - 1].0 < owner);
+                    debug_assert!(self.observed.get(i + 1).is_none_or(|(o, _)| owner < *o));
                     self.observed_next = i + 1;
                     i
                 });
@@ -561,10 +568,15 @@ impl Reclaimer {
     /// go); the next lookup tries just past it first.
     fn find_observed(&mut self, owner: Owner) -> Result<usize, usize> {
         let next = self.observed_next;
+        let search = |observed: &[(Owner, MemberObservation)]| {
+            observed.binary_search_by_key(&owner, |(o, _)| *o)
+        };
         let found = if self.observed.get(next).is_some_and(|(o, _)| *o == owner) {
+            // The shortcut answers as the search would have.
+            debug_assert_eq!(search(&self.observed), Ok(next));
             Ok(next)
         } else {
-            self.observed.binary_search_by_key(&owner, |(o, _)| *o)
+            search(&self.observed)
         };
         self.observed_next = match found {
             Ok(i) => i + 1,
