@@ -122,6 +122,12 @@ fn sink(heap: &mut [Key], mut i: usize, entry: Key, mut moved: impl FnMut(Key, u
     i
 }
 
+/// The slab slot of a key just popped ([`EventQueue::pop_slot`]), whose
+/// event is still in the slab. Neither `Copy` nor `Clone`: it is taken
+/// ([`EventQueue::take`]) exactly once.
+#[must_use = "the popped event stays in the slab until taken"]
+pub(crate) struct PoppedSlot(u32);
+
 pub struct EventQueue<T> {
     /// A 4-ary min-heap of keys on `order`.
     heap: Vec<Key>,
@@ -248,17 +254,18 @@ impl<T> EventQueue<T> {
     }
 
     /// Remove the earliest key: `(time_us, slot)`; its event stays in the
-    /// slab until [`EventQueue::take`].
+    /// slab until [`EventQueue::take`] consumes the slot.
     #[inline]
-    pub fn pop_slot(&mut self) -> Option<(u64, u32)> {
+    pub(crate) fn pop_slot(&mut self) -> Option<(u64, PoppedSlot)> {
         let key = self.pop_min()?;
-        Some((key.time_us, key.slot() as u32))
+        Some((key.time_us, PoppedSlot(key.slot() as u32)))
     }
 
     /// Move the event out of `slot` (from [`EventQueue::pop_slot`]) and free
     /// the slot.
     #[inline]
-    pub fn take(&mut self, slot: u32) -> T {
+    pub(crate) fn take(&mut self, slot: PoppedSlot) -> T {
+        let PoppedSlot(slot) = slot;
         // Freed first: with nothing between the take and the caller's match,
         // the compiler reads the event's fields straight from the slab
         // instead of copying it to the stack (and again, past the push).

@@ -13,7 +13,7 @@ use crate::faults::{
     MAX_FAULTS_PER_RUN, MessageAction, OutageMode, StepFault,
 };
 use crate::node::{Node, NodeId, NodeSpec};
-use crate::queue::{EventQueue, TimerQueue};
+use crate::queue::{EventQueue, PoppedSlot, TimerQueue};
 use crate::record::{Actor, InputSummary, LossReason, Observer, Record, RecordKind};
 use crate::rng::{Concern, RngStreams, halves, in_range};
 use crate::services::{EffectService, ServiceSpec};
@@ -677,7 +677,11 @@ impl<N: Node> Simulation<N> {
     /// is taken out here and matched at once: popping it into a local and
     /// passing it in moved its 184 bytes three times (~80 instructions an
     /// event).
-    fn dispatch<O: Observer<N::Key, N::Value, N::Event>>(&mut self, slot: u32, observer: &mut O) {
+    fn dispatch<O: Observer<N::Key, N::Value, N::Event>>(
+        &mut self,
+        slot: PoppedSlot,
+        observer: &mut O,
+    ) {
         match self.queue.take(slot) {
             Event::Boot { node } => self.boot(node, observer),
             Event::ToNode {
@@ -834,6 +838,9 @@ impl<N: Node> Simulation<N> {
             self.timers.set(node.0, until, seq);
             return;
         }
+        // From here the fired timer stays armed while `timer_at` says no
+        // wake-up, until the step re-arms it or the test below removes it:
+        // the one window where the two disagree.
         self.slots[node.index()].timer_at = None;
         self.step(node, Input::Timeout, observer);
         if self.slots[node.index()].timer_at.is_none() {
@@ -841,6 +848,12 @@ impl<N: Node> Simulation<N> {
             // timer goes.
             self.timers.remove(node.0);
         }
+        // The window is closed: armed exactly when a wake-up is wanted
+        // (a node that went down has neither).
+        debug_assert_eq!(
+            self.timers.is_armed(node.0),
+            self.slots[node.index()].timer_at.is_some()
+        );
     }
 
     fn boot<O: Observer<N::Key, N::Value, N::Event>>(&mut self, node: NodeId, observer: &mut O) {

@@ -85,7 +85,7 @@ fn document<K: Clone, V: Clone>(key: &K, e: &Entry<K, V>) -> Document<K, V> {
 /// run's costliest allocation.
 ///
 /// `entries` runs from the scan's start to the end of the map (see
-/// [`from`]), and the walk stops at `end` itself: `BTreeMap::range(start..end)`
+/// [`entries_from`]), and the walk stops at `end` itself: `BTreeMap::range(start..end)`
 /// descends the tree a second time to find `end`, which cost a poll's scan of
 /// a few documents as much again.
 fn page<'a, K: Ord, T, V>(
@@ -114,7 +114,7 @@ fn page<'a, K: Ord, T, V>(
 }
 
 /// The entries of `map` from `start` on, in key order.
-fn from<'a, K: Ord, T>(map: &'a BTreeMap<K, T>, start: &K) -> btree_map::Range<'a, K, T> {
+fn entries_from<'a, K: Ord, T>(map: &'a BTreeMap<K, T>, start: &K) -> btree_map::Range<'a, K, T> {
     map.range((Bound::Included(start), Bound::Unbounded))
 }
 
@@ -299,7 +299,7 @@ impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
             StoreRequest::Scan { start, end, limit } => {
                 self.stats.scans += 1;
                 let (docs, more) = if start < end {
-                    page(from(&self.docs, start), end, *limit, document)
+                    page(entries_from(&self.docs, start), end, *limit, document)
                 } else {
                     (Vec::new(), false)
                 };
@@ -309,7 +309,7 @@ impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
             StoreRequest::ScanIndex { start, end, limit } => {
                 self.stats.index_scans += 1;
                 let (docs, more) = if start < end {
-                    page(from(&self.index, start), end, *limit, |_, e| {
+                    page(entries_from(&self.index, start), end, *limit, |_, e| {
                         debug_assert!(
                             self.docs
                                 .get(&e.key)
@@ -446,6 +446,64 @@ mod tests {
                 assert!(!more);
             }
             other => panic!("{other:?}"),
+        }
+    }
+
+    /// A scan's keys and `more`, by document key (`Scan`) or index key
+    /// (`ScanIndex`).
+    fn scan_keys(
+        s: &mut VersionedStore<u32, &'static str>,
+        by_index: bool,
+        start: u32,
+        end: u32,
+        limit: u32,
+    ) -> (Vec<u32>, bool) {
+        let request = if by_index {
+            StoreRequest::ScanIndex { start, end, limit }
+        } else {
+            StoreRequest::Scan { start, end, limit }
+        };
+        match s.apply(&request).0 {
+            StoreReply::Scanned { docs, more } => {
+                (docs.iter().map(|d| d.key).collect::<Vec<_>>(), more)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The walk stops at the first key not below `end`: a full page whose
+    /// next key is `end` or past it has no more, and a first key at or past
+    /// `end` gives an empty page.
+    #[test]
+    fn scans_stop_at_their_end() {
+        let mut s = VersionedStore::new();
+        // Keys 0..6 and 10; index keys 100 above them.
+        for k in (0..6u32).chain([10]) {
+            s.apply(&StoreRequest::CreateIfAbsent {
+                key: k,
+                value: "p",
+                index: Some(100 + k),
+            });
+        }
+        for (by_index, base) in [(false, 0u32), (true, 100)] {
+            let scan = |s: &mut VersionedStore<u32, &'static str>, a: u32, b: u32, l| {
+                scan_keys(s, by_index, base + a, base + b, l)
+            };
+            // Exactly a page in range, the next key at `end`: no more.
+            assert_eq!(scan(&mut s, 2, 4, 2), (vec![2, 3], false));
+            assert_eq!(scan(&mut s, 4, 5, 1), (vec![4], false));
+            // The next key past `end` (5 is the last below 10): no more.
+            assert_eq!(scan(&mut s, 4, 8, 2), (vec![4, 5], false));
+            // One more in range: more.
+            assert_eq!(scan(&mut s, 2, 5, 2), (vec![2, 3], true));
+            // The first key from `start` is at `end`, or past it.
+            assert_eq!(scan(&mut s, 3, 3, 5), (vec![], false));
+            assert_eq!(scan(&mut s, 6, 10, 5), (vec![], false));
+            assert_eq!(scan(&mut s, 6, 9, 5), (vec![], false));
+            // Past the last key.
+            assert_eq!(scan(&mut s, 11, 20, 5), (vec![], false));
+            // `end` past every key: up to the map's end.
+            assert_eq!(scan(&mut s, 5, 20, 5), (vec![5, 10], false));
         }
     }
 }
