@@ -501,8 +501,8 @@ impl LeaseChecker {
         };
         let applied = if effect.outcome == EffectReply::Applied {
             let steps = self.cfg.steps_per_task as usize;
-            let applied = (step as usize) < steps;
-            match applied.then(|| &mut self.applied[task.0 as usize * steps + step as usize]) {
+            let in_range = (step as usize) < steps;
+            match in_range.then(|| &mut self.applied[task.0 as usize * steps + step as usize]) {
                 Some(n) => {
                     *n += 1;
                     Some(*n)
@@ -682,9 +682,7 @@ impl LeaseChecker {
             RecordKind::Store { .. } | RecordKind::Effect { .. } | RecordKind::HealPhase
         )
     }
-}
 
-impl LeaseChecker {
     /// A store record ([`RecordKind::Store`]): what [`Observer::record`]
     /// does with one, for a host that already knows the record's kind.
     #[inline]
