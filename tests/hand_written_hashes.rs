@@ -1,11 +1,10 @@
 //! The protocol's hand-written `Hash` impls (`DocKey`, `DocValue`,
 //! `LeaseEvent`) gather the bytes `derive(Hash)` gave the trace hasher and
-//! write them at once. The protocol crate's own tests compare those bytes
-//! with a test copy of the hasher's encoding; these compare digests of the
-//! real `leasehold_sim::TraceHasher`, against mirror types that derive
-//! `Hash` over the same fields (the types as they were before the impls were
-//! written by hand). The mirrors live in the protocol's test modules, out of
-//! reach here, so compact copies follow.
+//! write them at once. These tests compare digests of the real
+//! `leasehold_sim::TraceHasher` against mirror types that derive `Hash` over
+//! the same fields (the types as they were before the impls were written by
+//! hand). They live here, not in the protocol crate, because only here is
+//! the real hasher in reach.
 
 use leasehold_protocol::{
     DocKey, DocValue, FenceCause, LeaseEvent, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId,

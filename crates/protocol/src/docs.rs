@@ -265,8 +265,9 @@ impl DocValue {
 /// fields little-endian at their widths, `bool` as one byte, and each enum
 /// discriminant (and `Option`'s) as the one byte that hasher writes for a
 /// `usize`/`isize` below 255. Any other hasher sees a different but equally
-/// valid stream (equal values, equal bytes). The tests check the bytes
-/// against the derived impls they replace.
+/// valid stream (equal values, equal bytes). `tests/hand_written_hashes.rs`
+/// checks them through the real `TraceHasher` against the derived impls
+/// they replace.
 pub(crate) struct Pack<const N: usize> {
     bytes: [u8; N],
     len: usize,
@@ -403,59 +404,6 @@ impl Hash for DocValue {
     }
 }
 
-/// A hasher that keeps the bytes the trace hasher would hash: fixed-width
-/// writes little-endian, `usize`/`isize` in one byte below 255, else a 255
-/// marker and all eight (as `leasehold_sim::TraceHasher` does).
-#[cfg(test)]
-#[derive(Default)]
-pub(crate) struct TraceBytes(pub(crate) Vec<u8>);
-
-#[cfg(test)]
-impl TraceBytes {
-    pub(crate) fn of<T: Hash>(value: &T) -> Vec<u8> {
-        let mut h = TraceBytes::default();
-        value.hash(&mut h);
-        h.0
-    }
-
-    fn small(&mut self, i: u64) {
-        if i < 255 {
-            self.0.push(i as u8);
-        } else {
-            self.0.push(255);
-            self.0.extend_from_slice(&i.to_le_bytes());
-        }
-    }
-}
-
-#[cfg(test)]
-impl Hasher for TraceBytes {
-    fn finish(&self) -> u64 {
-        unreachable!("only the bytes are compared")
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        self.0.extend_from_slice(bytes);
-    }
-    fn write_u8(&mut self, i: u8) {
-        self.0.push(i);
-    }
-    fn write_u16(&mut self, i: u16) {
-        self.0.extend_from_slice(&i.to_le_bytes());
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.0.extend_from_slice(&i.to_le_bytes());
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.0.extend_from_slice(&i.to_le_bytes());
-    }
-    fn write_usize(&mut self, i: usize) {
-        self.small(i as u64);
-    }
-    fn write_isize(&mut self, i: isize) {
-        self.small(i as i64 as u64);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -514,121 +462,6 @@ mod tests {
                 assert_eq!(a.partial_cmp(&b), Some(a.cmp(&b)));
                 assert_eq!(a.cmp(&b) == std::cmp::Ordering::Equal, a == b);
             }
-        }
-    }
-
-    /// `DocKey` and `DocValue` as they were, with the derived `Hash` the
-    /// hand-written impls replace.
-    #[derive(Hash)]
-    enum DerivedKey {
-        Member { owner: Owner },
-        Task { task: TaskId },
-        PendingIdx { task: TaskId },
-        OwnedIdx { owner: Owner, task: TaskId },
-        TaskLease { task: TaskId },
-    }
-
-    #[derive(Hash)]
-    enum DerivedValue {
-        Member(MemberDoc),
-        Task(TaskDoc),
-        TaskLease(TaskLeaseDoc),
-    }
-
-    fn derived_key(k: DocKey) -> DerivedKey {
-        match k {
-            DocKey::Member { owner } => DerivedKey::Member { owner },
-            DocKey::Task { task } => DerivedKey::Task { task },
-            DocKey::PendingIdx { task } => DerivedKey::PendingIdx { task },
-            DocKey::OwnedIdx { owner, task } => DerivedKey::OwnedIdx { owner, task },
-            DocKey::TaskLease { task } => DerivedKey::TaskLease { task },
-        }
-    }
-
-    fn derived_value(v: DocValue) -> DerivedValue {
-        match v {
-            DocValue::Member(m) => DerivedValue::Member(m),
-            DocValue::Task(t) => DerivedValue::Task(t),
-            DocValue::TaskLease(l) => DerivedValue::TaskLease(l),
-        }
-    }
-
-    const U32S: [u32; 5] = [0, 1, 254, 0x1234_5678, u32::MAX];
-    const U64S: [u64; 4] = [0, 255, 0x0123_4567_89ab_cdef, u64::MAX];
-
-    fn owners() -> Vec<Owner> {
-        U32S.iter()
-            .flat_map(|&worker| {
-                U32S.iter().map(move |&incarnation| Owner {
-                    worker,
-                    incarnation,
-                })
-            })
-            .collect()
-    }
-
-    #[test]
-    fn hand_written_hashes_write_the_derived_bytes() {
-        let mut keys = Vec::new();
-        for owner in owners() {
-            keys.push(DocKey::Member { owner });
-            for &t in &U32S {
-                keys.push(DocKey::OwnedIdx {
-                    owner,
-                    task: TaskId(t),
-                });
-            }
-        }
-        for &t in &U32S {
-            let task = TaskId(t);
-            keys.extend([
-                DocKey::Task { task },
-                DocKey::PendingIdx { task },
-                DocKey::TaskLease { task },
-            ]);
-        }
-        for k in keys {
-            assert_eq!(TraceBytes::of(&k), TraceBytes::of(&derived_key(k)), "{k:?}");
-        }
-        let mut values = Vec::new();
-        let statuses = [MemberStatus::Alive, MemberStatus::Dead];
-        for (i, owner) in owners().into_iter().enumerate() {
-            let u = U64S[i % U64S.len()];
-            let w = U64S[(i / U64S.len()) % U64S.len()];
-            let status = statuses[i % 2];
-            values.push(DocValue::Member(MemberDoc {
-                owner,
-                status,
-                beats: u,
-                lease_timeout_ms: w,
-                written_at_ms: u ^ w,
-            }));
-            values.push(DocValue::TaskLease(TaskLeaseDoc {
-                owner,
-                epoch: w,
-                status,
-                beats: u,
-                lease_timeout_ms: u.wrapping_add(w),
-                written_at_ms: w ^ 7,
-            }));
-            for state in [TaskState::Pending, TaskState::Running, TaskState::Done] {
-                for owner in [None, Some(owner)] {
-                    values.push(DocValue::Task(TaskDoc {
-                        state,
-                        owner,
-                        epoch: u,
-                        steps_done: U32S[i % U32S.len()],
-                        steps_total: U32S[(i + 2) % U32S.len()],
-                    }));
-                }
-            }
-        }
-        for v in values {
-            assert_eq!(
-                TraceBytes::of(&v),
-                TraceBytes::of(&derived_value(v)),
-                "{v:?}"
-            );
         }
     }
 }
