@@ -7,11 +7,13 @@
 //! same nodes tomorrow. Nothing here knows about leases.
 
 pub mod effect;
+pub mod fixed_bytes;
 pub mod node;
 pub mod store;
 pub mod time;
 
 pub use effect::{EffectReply, EffectRequest, ServiceId};
+pub use fixed_bytes::FixedBytes;
 pub use node::{Input, Output, RequestId};
 pub use store::{Document, StoreReply, StoreRequest, Version};
 pub use time::{Instant, LocalTime};

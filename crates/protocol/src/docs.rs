@@ -268,59 +268,23 @@ impl DocValue {
 /// valid stream (equal values, equal bytes). `tests/hand_written_hashes.rs`
 /// checks them through the real `TraceHasher` against the derived impls
 /// they replace.
-pub(crate) struct Pack<const N: usize> {
-    bytes: [u8; N],
-    len: usize,
+pub(crate) use leasehold_interface::FixedBytes as Pack;
+
+/// The protocol's ids, as their fields' bytes.
+pub(crate) trait PackIds {
+    fn owner(&mut self, o: Owner) -> &mut Self;
+    fn task(&mut self, t: TaskId) -> &mut Self;
 }
 
-impl<const N: usize> Pack<N> {
+impl<const N: usize> PackIds for Pack<N> {
     #[inline(always)]
-    pub(crate) fn new() -> Self {
-        Pack {
-            bytes: [0; N],
-            len: 0,
-        }
-    }
-
-    #[inline(always)]
-    fn put<const W: usize>(&mut self, b: [u8; W]) -> &mut Self {
-        self.bytes[self.len..self.len + W].copy_from_slice(&b);
-        self.len += W;
-        self
-    }
-
-    /// A derived discriminant (or a `bool`): one byte.
-    #[inline(always)]
-    pub(crate) fn u8(&mut self, v: u8) -> &mut Self {
-        self.put([v])
-    }
-
-    #[inline(always)]
-    pub(crate) fn u32(&mut self, v: u32) -> &mut Self {
-        self.put(v.to_le_bytes())
-    }
-
-    #[inline(always)]
-    pub(crate) fn u64(&mut self, v: u64) -> &mut Self {
-        self.put(v.to_le_bytes())
-    }
-
-    #[inline(always)]
-    pub(crate) fn owner(&mut self, o: Owner) -> &mut Self {
+    fn owner(&mut self, o: Owner) -> &mut Self {
         self.u32(o.worker).u32(o.incarnation)
     }
 
     #[inline(always)]
-    pub(crate) fn task(&mut self, t: TaskId) -> &mut Self {
+    fn task(&mut self, t: TaskId) -> &mut Self {
         self.u32(t.0)
-    }
-
-    /// Every byte gathered, in one write.
-    #[inline(always)]
-    pub(crate) fn write<H: Hasher>(&self, state: &mut H) {
-        // Offsets are constants once inlined, so this folds away.
-        assert!(self.len == N, "a packed value has exactly its width");
-        state.write(&self.bytes);
     }
 }
 

@@ -1,7 +1,7 @@
 //! What the protocol reports about itself, for timelines and reports.
 //! Checkers do not trust these: they judge the store history and the ledger.
 
-use crate::docs::{Owner, Pack, TaskId};
+use crate::docs::{Owner, Pack, PackIds, TaskId};
 use serde::{Deserialize, Serialize};
 use std::hash::{Hash, Hasher};
 

@@ -18,51 +18,8 @@ const SMALL_MARKER: u8 = 0xff;
 
 /// A record's fixed fields gathered at fixed offsets, for one
 /// [`TraceHasher::put_gathered`]: one bounds check and one copy for the lot
-/// instead of one per field. Hand-written record hashing uses it to write the
-/// bytes `derive(Hash)` would feed this hasher: integers little-endian at
-/// their widths, `bool`s and enum discriminants (below 255) in one byte.
-pub(crate) struct Gather<const N: usize> {
-    bytes: [u8; N],
-    len: usize,
-}
-
-impl<const N: usize> Gather<N> {
-    #[inline(always)]
-    pub(crate) fn new() -> Self {
-        Gather {
-            bytes: [0; N],
-            len: 0,
-        }
-    }
-
-    #[inline(always)]
-    fn put<const W: usize>(&mut self, b: [u8; W]) -> &mut Self {
-        self.bytes[self.len..self.len + W].copy_from_slice(&b);
-        self.len += W;
-        self
-    }
-
-    /// A `u8`, a `bool`, or a derived discriminant (one byte here).
-    #[inline(always)]
-    pub(crate) fn u8(&mut self, v: u8) -> &mut Self {
-        self.put([v])
-    }
-
-    #[inline(always)]
-    pub(crate) fn u16(&mut self, v: u16) -> &mut Self {
-        self.put(v.to_le_bytes())
-    }
-
-    #[inline(always)]
-    pub(crate) fn u32(&mut self, v: u32) -> &mut Self {
-        self.put(v.to_le_bytes())
-    }
-
-    #[inline(always)]
-    pub(crate) fn u64(&mut self, v: u64) -> &mut Self {
-        self.put(v.to_le_bytes())
-    }
-}
+/// instead of one per field.
+pub(crate) use leasehold_interface::FixedBytes as Gather;
 
 pub struct TraceHasher {
     inner: Xxh3Default,
@@ -128,9 +85,7 @@ impl TraceHasher {
     /// Bytes gathered by a [`Gather`], in one copy.
     #[inline(always)]
     pub(crate) fn put_gathered<const N: usize>(&mut self, g: &Gather<N>) {
-        // Offsets are constants once inlined, so this folds away.
-        assert!(g.len == N, "a gather fills exactly its width");
-        self.put(g.bytes);
+        self.put(g.bytes());
     }
 
     /// `lead`, then an `Option<u64>` as its derived `Hash` feeds this
