@@ -94,10 +94,37 @@ impl<P: Copy> Outbox<P> {
     }
 
     /// The purpose of a reply's request; `None` for a reply we gave up on.
+    #[inline]
     pub fn take(&mut self, request: RequestId) -> Option<P> {
+        // Nearly every reply is for the newest request in flight (a store
+        // request answered before the effects sent earlier) or the oldest:
+        // both are taken here, with no walk and no shift.
+        let (purpose, deadline) = match &self.pending[self.head..] {
+            [] => return None,
+            [.., (id, purpose, deadline)] if *id == request => {
+                let taken = (*purpose, *deadline);
+                self.pending.pop();
+                taken
+            }
+            [(id, purpose, deadline), ..] if *id == request => {
+                let taken = (*purpose, *deadline);
+                self.head += 1;
+                taken
+            }
+            _ => return self.take_inner(request),
+        };
+        if Some(deadline) == self.earliest {
+            self.earliest = self.scan_earliest();
+        }
+        Some(purpose)
+    }
+
+    /// `take` for a request neither the newest nor the oldest in flight.
+    #[inline(never)]
+    fn take_inner(&mut self, request: RequestId) -> Option<P> {
         // Replies mostly come back in the order their requests left, so the
-        // request is at or near the front: a short walk finds it, and only
-        // a long list (a reclaimer's requeues) is searched by halves.
+        // request is near the front: a short walk finds it, and only a long
+        // list (a reclaimer's requeues) is searched by halves.
         const WALK: usize = 8;
         let live = &self.pending[self.head..];
         let i = match live.iter().take(WALK).position(|(id, _, _)| *id >= request) {
