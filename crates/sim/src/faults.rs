@@ -284,6 +284,33 @@ impl LegRates {
             && self.fail_ppm == 0
             && self.hang_ppm == 0
     }
+
+    /// The end of the last band a message on `leg` can roll into: a roll at
+    /// or past it is no fault. The bands of `FaultInjector::message_fault`,
+    /// summed the same way (saturating), those `leg` cannot suffer left out.
+    fn hit_end_ppm(&self, leg: Leg) -> u32 {
+        let mut end = self
+            .drop_ppm
+            .saturating_add(self.duplicate_ppm)
+            .saturating_add(self.delay_ppm);
+        if matches!(leg, Leg::ToStore | Leg::ToService) {
+            end = end.saturating_add(self.fail_ppm);
+        }
+        if leg == Leg::ToService {
+            end = end.saturating_add(self.hang_ppm);
+        }
+        end
+    }
+}
+
+/// What a rate-driven run asks of every message on one leg, worked out once
+/// from its [`LegRates`]: most messages are settled by these two.
+#[derive(Clone, Copy, Debug)]
+struct LegDice {
+    /// `LegRates::is_quiet`: no dice at all.
+    quiet: bool,
+    /// `LegRates::hit_end_ppm`: a roll at or past it is no fault.
+    hit_end_ppm: u32,
 }
 
 /// Seeded rates for the faults drawn as the run goes (generate mode).
@@ -371,6 +398,11 @@ pub enum StepFault {
 enum Mode {
     Generate {
         rates: FaultRates,
+        /// Indexed by [`Leg::index`].
+        dice: [LegDice; 4],
+        /// The end of the step-fault bands (crash, pause, clock jump): a
+        /// roll at or past it is no fault.
+        step_hit_end_ppm: u32,
         per_node: Vec<ChaCha8Rng>,
         streams: RngStreams,
     },
@@ -473,10 +505,29 @@ impl FaultInjector {
                 assert!(rates.clock_jump_us_max >= 0);
                 for leg in &rates.legs {
                     assert!(leg.delay_us_min <= leg.delay_us_max);
+                    // `in_range`'s bound on the extra delay, checked once
+                    // here: a leg that can fault draws one for every message.
+                    assert!(
+                        leg.is_quiet() || leg.delay_us_max - leg.delay_us_min < 1 << 32,
+                        "delay span wider than 32 bits"
+                    );
                 }
+                let dice = Leg::ALL.map(|leg| {
+                    let r = &rates.legs[leg.index()];
+                    LegDice {
+                        quiet: r.is_quiet(),
+                        hit_end_ppm: r.hit_end_ppm(leg),
+                    }
+                });
+                let step_hit_end_ppm = rates
+                    .crash_ppm
+                    .saturating_add(rates.pause_ppm)
+                    .saturating_add(rates.clock_jump_ppm);
                 FaultInjector {
                     mode: Mode::Generate {
                         rates,
+                        dice,
+                        step_hit_end_ppm,
                         per_node: Vec::new(),
                         streams,
                     },
@@ -648,7 +699,10 @@ impl FaultInjector {
                 f
             }
             Mode::Generate {
-                rates, per_node, ..
+                rates,
+                per_node,
+                step_hit_end_ppm,
+                ..
             } => {
                 if !in_phase {
                     return None;
@@ -665,12 +719,16 @@ impl FaultInjector {
                 // count.
                 let (roll, size) = halves(rng.random::<u64>());
                 let roll = ppm_roll(roll);
-                let crash_end = rates.crash_ppm;
-                let pause_end = crash_end.saturating_add(rates.pause_ppm);
-                let jump_end = pause_end.saturating_add(rates.clock_jump_ppm);
-                if roll >= jump_end {
+                // Past the last band (crash, pause, clock jump): most steps.
+                if roll >= *step_hit_end_ppm {
                     return None;
                 }
+                let crash_end = rates.crash_ppm;
+                let pause_end = crash_end.saturating_add(rates.pause_ppm);
+                debug_assert_eq!(
+                    pause_end.saturating_add(rates.clock_jump_ppm),
+                    *step_hit_end_ppm
+                );
                 let (extra, _) = halves(rng.random::<u64>());
                 if roll < crash_end {
                     if !targets.crashable {
@@ -739,12 +797,12 @@ impl FaultInjector {
         let in_phase = now_us < self.fault_phase_end_us;
         match &self.mode {
             Mode::Plan { .. } => self.planned_message_fault(node, msg, leg, now_us, tag),
-            Mode::Generate { rates, .. } => {
+            Mode::Generate { rates, dice, .. } => {
                 if !in_phase {
                     return None;
                 }
-                let r = &rates.legs[leg.index()];
-                if r.is_quiet() {
+                let d = dice[leg.index()];
+                if d.quiet {
                     // No fault this leg can suffer all run (the scenario or the
                     // swarm draw left every kind off): skip the dice, as every
                     // message of the run will.
@@ -753,29 +811,40 @@ impl FaultInjector {
                 // One draw per message and leg: the roll and the extra delay.
                 let (roll, extra) = halves(rng.random::<u64>());
                 let roll = ppm_roll(roll);
-                let extra_us = in_range(extra, r.delay_us_min, r.delay_us_max);
-                // One roll, split into bands: at most one fault per message.
-                let mut band = 0u32;
-                let mut hit = |ppm: u32| {
-                    let lo = band;
-                    band = band.saturating_add(ppm);
-                    roll >= lo && roll < band
-                };
-                if hit(r.drop_ppm) {
-                    Some(MessageAction::Drop)
-                } else if hit(r.duplicate_ppm) {
-                    Some(MessageAction::Duplicate { extra_us })
-                } else if hit(r.delay_ppm) {
-                    Some(MessageAction::Delay { extra_us })
-                } else if matches!(leg, Leg::ToStore | Leg::ToService) && hit(r.fail_ppm) {
-                    Some(MessageAction::Fail)
-                } else if leg == Leg::ToService && hit(r.hang_ppm) {
-                    Some(MessageAction::Hang)
-                } else {
-                    None
+                // Past the last band this leg has: no fault (most messages).
+                if roll >= d.hit_end_ppm {
+                    return None;
                 }
+                Self::message_action(&rates.legs[leg.index()], leg, roll, extra)
             }
         }
+    }
+
+    /// The fault a roll below its leg's `hit_end_ppm` strikes (generate
+    /// mode); `extra` sizes a delay or a duplicate's lag.
+    #[inline(never)]
+    fn message_action(r: &LegRates, leg: Leg, roll: u32, extra: u32) -> Option<MessageAction> {
+        let extra_us = in_range(extra, r.delay_us_min, r.delay_us_max);
+        // One roll, split into bands: at most one fault per message.
+        let mut band = 0u32;
+        let mut hit = |ppm: u32| {
+            let lo = band;
+            band = band.saturating_add(ppm);
+            roll >= lo && roll < band
+        };
+        Some(if hit(r.drop_ppm) {
+            MessageAction::Drop
+        } else if hit(r.duplicate_ppm) {
+            MessageAction::Duplicate { extra_us }
+        } else if hit(r.delay_ppm) {
+            MessageAction::Delay { extra_us }
+        } else if matches!(leg, Leg::ToStore | Leg::ToService) && hit(r.fail_ppm) {
+            MessageAction::Fail
+        } else if leg == Leg::ToService && hit(r.hang_ppm) {
+            MessageAction::Hang
+        } else {
+            unreachable!("roll {roll} is under the leg's last band but in none")
+        })
     }
 
     /// [`FaultInjector::message_fault`] for a run driven by a plan.
@@ -804,5 +873,64 @@ impl FaultInjector {
             decided.insert((node, msg, Some(leg)), (now_us, tag()));
         }
         f
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every roll under a leg's `hit_end_ppm` lands in one of its bands, and
+    /// every roll at or past it in none (the bands written out, as before
+    /// the threshold).
+    #[test]
+    fn hit_end_is_where_the_bands_end() {
+        let rates = [
+            LegRates::default(),
+            LegRates {
+                drop_ppm: 1_000,
+                duplicate_ppm: 2_000,
+                delay_ppm: 3_000,
+                delay_us_min: 5,
+                delay_us_max: 9,
+                fail_ppm: 4_000,
+                hang_ppm: 5_000,
+            },
+            LegRates {
+                fail_ppm: 7,
+                hang_ppm: 11,
+                ..LegRates::default()
+            },
+            LegRates {
+                drop_ppm: u32::MAX - 3,
+                delay_ppm: 600_000,
+                ..LegRates::default()
+            },
+        ];
+        for r in &rates {
+            for leg in Leg::ALL {
+                let end = r.hit_end_ppm(leg);
+                for roll in (0..PPM).step_by(7).chain([end.saturating_sub(1), end]) {
+                    if roll >= PPM {
+                        continue;
+                    }
+                    let mut band = 0u32;
+                    let mut hit = |ppm: u32| {
+                        let lo = band;
+                        band = band.saturating_add(ppm);
+                        roll >= lo && roll < band
+                    };
+                    let in_a_band = hit(r.drop_ppm)
+                        || hit(r.duplicate_ppm)
+                        || hit(r.delay_ppm)
+                        || (matches!(leg, Leg::ToStore | Leg::ToService) && hit(r.fail_ppm))
+                        || (leg == Leg::ToService && hit(r.hang_ppm));
+                    assert_eq!(in_a_band, roll < end, "{r:?} {leg:?} roll {roll}");
+                    if roll < end {
+                        assert!(FaultInjector::message_action(r, leg, roll, 0).is_some());
+                    }
+                }
+            }
+        }
     }
 }
