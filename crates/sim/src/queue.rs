@@ -20,8 +20,9 @@
 const SLOT_BITS: u32 = 24;
 /// Events queued at once, at most (16.7 million).
 pub const MAX_QUEUED: usize = 1 << SLOT_BITS;
-/// Sequence numbers available (a trillion events and reservations).
-const MAX_SEQ: u64 = 1 << (64 - SLOT_BITS);
+/// Sequence numbers available (a trillion events and reservations). The
+/// one number past them is `NO_KEY`'s, so every real key orders before it.
+const MAX_SEQ: u64 = (1 << (64 - SLOT_BITS)) - 1;
 
 /// 16 bytes: four children fill one cache line.
 #[derive(Clone, Copy)]
@@ -31,7 +32,20 @@ struct Key {
     seq_slot: u64,
 }
 
+/// No key: an empty `EventQueue::front`. Orders after every real key (its
+/// sequence number is `MAX_SEQ`, which no key is given).
+const NO_KEY: Key = Key {
+    time_us: u64::MAX,
+    seq_slot: u64::MAX,
+};
+
 impl Key {
+    /// Not `NO_KEY` (a real key's sequence bits are below `MAX_SEQ`).
+    #[inline(always)]
+    fn is_some(&self) -> bool {
+        self.seq_slot != NO_KEY.seq_slot
+    }
+
     #[inline(always)]
     fn new(time_us: u64, seq: u64, slot: u32) -> Key {
         debug_assert!(seq < MAX_SEQ && (slot as usize) < MAX_QUEUED);
@@ -129,6 +143,13 @@ fn sink(heap: &mut [Key], mut i: usize, entry: Key, mut moved: impl FnMut(Key, u
 pub(crate) struct PoppedSlot(u32);
 
 pub struct EventQueue<T> {
+    /// The earliest key, held out of the heap, when it was pushed since the
+    /// last pop (`NO_KEY` otherwise): it orders before every key in `heap`.
+    /// Half the events a step sends are due before everything queued (a
+    /// reply comes back sooner than the next timer or the next arrival), and
+    /// are popped next: from here that is a read, not a sift-up to the root
+    /// and a sift-down of the heap's last key from it.
+    front: Key,
     /// A 4-ary min-heap of keys on `order`.
     heap: Vec<Key>,
     /// Events by slot; `None` for a free slot.
@@ -150,6 +171,7 @@ impl<T> EventQueue<T> {
         );
         let initial = capacity_limit.min(1 << 12);
         EventQueue {
+            front: NO_KEY,
             heap: Vec::with_capacity(initial),
             slab: Vec::with_capacity(initial),
             free: Vec::with_capacity(initial),
@@ -197,7 +219,7 @@ impl<T> EventQueue<T> {
     #[inline(never)]
     fn insert(&mut self, time_us: u64, seq: u64) -> &mut Option<T> {
         assert!(
-            self.heap.len() < self.capacity_limit,
+            self.len() < self.capacity_limit,
             "event queue over its limit of {}",
             self.capacity_limit
         );
@@ -211,10 +233,31 @@ impl<T> EventQueue<T> {
                 slot
             }
         };
-        self.sift_up(Key::new(time_us, seq, slot));
+        self.place(Key::new(time_us, seq, slot));
         let cell = &mut self.slab[slot as usize];
         debug_assert!(cell.is_none(), "free slot in use");
         cell
+    }
+
+    /// Queue `key`: as the front if it orders before everything queued,
+    /// else in the heap.
+    #[inline(always)]
+    fn place(&mut self, key: Key) {
+        let order = key.order();
+        if order < self.front.order() {
+            if self.front.is_some() {
+                // Before the front, so before the heap too: the front moves
+                // into the heap (to its root).
+                let old = std::mem::replace(&mut self.front, key);
+                self.sift_up(old);
+                return;
+            }
+            if self.heap.first().is_none_or(|root| order < root.order()) {
+                self.front = key;
+                return;
+            }
+        }
+        self.sift_up(key);
     }
 
     /// Add `key` at the bottom and move it up to its place.
@@ -238,6 +281,14 @@ impl<T> EventQueue<T> {
     /// Remove the smallest key; the last key sinks from the top to its place.
     #[inline]
     fn pop_min(&mut self) -> Option<Key> {
+        if self.front.is_some() {
+            debug_assert!(
+                self.heap
+                    .first()
+                    .is_none_or(|r| self.front.order() < r.order())
+            );
+            return Some(std::mem::replace(&mut self.front, NO_KEY));
+        }
         let last = self.heap.pop()?;
         if self.heap.is_empty() {
             return Some(last);
@@ -275,17 +326,25 @@ impl<T> EventQueue<T> {
             .expect("a queued key names a full slot")
     }
 
+    /// The earliest key: the front if there is one, else the heap's root.
+    #[inline(always)]
+    fn first(&self) -> Option<&Key> {
+        if self.front.is_some() {
+            Some(&self.front)
+        } else {
+            self.heap.first()
+        }
+    }
+
     #[inline]
     pub fn peek_time_us(&self) -> Option<u64> {
-        self.heap.first().map(|k| k.time_us)
+        self.first().map(|k| k.time_us)
     }
 
     /// The next event's `(time, sequence)`: its place in the run's order.
     #[inline]
     pub fn peek_order(&self) -> Option<(u64, u64)> {
-        self.heap
-            .first()
-            .map(|k| (k.time_us, k.seq_slot >> SLOT_BITS))
+        self.first().map(|k| (k.time_us, k.seq_slot >> SLOT_BITS))
     }
 
     /// A sequence number for something ordered with the events but kept
@@ -296,11 +355,11 @@ impl<T> EventQueue<T> {
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() + self.front.is_some() as usize
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 }
 
@@ -489,6 +548,39 @@ mod tests {
         q.push_reserved(5, first, "b");
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(|(_, x)| x).collect();
         assert_eq!(order, vec!["a", "b", "c", "d"]);
+    }
+
+    /// The front: taken by an earlier push (the old front goes into the
+    /// heap), refused to a push later than the heap's root, emptied by a pop.
+    #[test]
+    fn the_front_holds_only_the_earliest() {
+        let mut q = EventQueue::new(100);
+        q.push(10, "c");
+        q.push(20, "d");
+        q.push(5, "b"); // front
+        q.push(1, "a"); // front; "b" to the heap
+        assert!(q.front.is_some() && q.len() == 4);
+        assert_eq!(q.pop(), Some((1, "a")));
+        assert!(!q.front.is_some());
+        q.push(15, "c2"); // after the root (5): the heap
+        assert!(!q.front.is_some());
+        q.push(5, "b2"); // ties the root in time, later in sequence: the heap
+        assert!(!q.front.is_some());
+        q.push(3, "a2"); // before the root: the front
+        assert!(q.front.is_some());
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(
+            order,
+            vec![
+                (3, "a2"),
+                (5, "b"),
+                (5, "b2"),
+                (10, "c"),
+                (15, "c2"),
+                (20, "d")
+            ]
+        );
+        assert!(q.is_empty() && !q.front.is_some());
     }
 
     #[test]
