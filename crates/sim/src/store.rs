@@ -7,7 +7,8 @@
 
 use leasehold_interface::{Document, StoreReply, StoreRequest, Version};
 use serde::Serialize;
-use std::collections::{BTreeMap, btree_map};
+use std::collections::{BTreeMap, BTreeSet, HashMap, btree_map, btree_set, hash_map};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::ops::Bound;
 
 /// A scan never returns more than this, whatever the caller asked for.
@@ -55,14 +56,71 @@ impl StoreStats {
     }
 }
 
+/// The hasher of the documents' map: keys are the simulation's own (no
+/// adversary), so a multiply per word, folded at the end so that every bit
+/// of the key reaches the low bits the table indexes by. Deterministic: no
+/// random seed (and the map is never iterated, see [`VersionedStore`]).
+#[derive(Clone, Copy, Default)]
+struct KeyHasher(u64);
+
+const KEY_HASH_MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
+
+impl KeyHasher {
+    #[inline(always)]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(23) ^ word).wrapping_mul(KEY_HASH_MULTIPLIER);
+    }
+}
+
+impl Hasher for KeyHasher {
+    #[inline(always)]
+    fn write(&mut self, bytes: &[u8]) {
+        // Keys gather their bytes into one constant-length write, so this
+        // loop unrolls into a word or two.
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+    #[inline(always)]
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+    #[inline(always)]
+    fn write_u32(&mut self, i: u32) {
+        self.add(u64::from(i));
+    }
+    #[inline(always)]
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    #[inline(always)]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    #[inline(always)]
+    fn finish(&self) -> u64 {
+        let full = u128::from(self.0) * u128::from(KEY_HASH_MULTIPLIER);
+        (full as u64) ^ ((full >> 64) as u64)
+    }
+}
+
+/// Documents are found by key through a hash map (a conditional write, the
+/// commonest request, is one probe instead of a B-tree descent); their keys
+/// are kept in order beside it for scans, which are rare on documents (every
+/// poll scans the index). The map is only probed, never iterated, so its
+/// order cannot reach a run.
 pub struct VersionedStore<K, V> {
-    docs: BTreeMap<K, Entry<K, V>>,
+    docs: HashMap<K, Entry<K, V>, BuildHasherDefault<KeyHasher>>,
+    /// The keys of `docs`, in order.
+    order: BTreeSet<K>,
     index: BTreeMap<K, IndexEntry<K, V>>,
     revision: Version,
     stats: StoreStats,
 }
 
-impl<K: Ord + Clone, V: Clone> Default for VersionedStore<K, V> {
+impl<K: Ord + Hash + Clone, V: Clone> Default for VersionedStore<K, V> {
     fn default() -> Self {
         Self::new()
     }
@@ -88,8 +146,8 @@ fn document<K: Clone, V: Clone>(key: &K, e: &Entry<K, V>) -> Document<K, V> {
 /// [`entries_from`]), and the walk stops at `end` itself: `BTreeMap::range(start..end)`
 /// descends the tree a second time to find `end`, which cost a poll's scan of
 /// a few documents as much again.
-fn page<'a, K: Ord, T, V>(
-    mut entries: btree_map::Range<'a, K, T>,
+fn page<'a, K: Ord + 'a, T: 'a, V>(
+    mut entries: impl Iterator<Item = (&'a K, &'a T)>,
     end: &K,
     limit: u32,
     doc: impl Fn(&'a K, &'a T) -> Document<K, V>,
@@ -113,15 +171,27 @@ fn page<'a, K: Ord, T, V>(
     (page, false)
 }
 
+/// The documents of `docs` whose keys `order` holds from `start` on, in key
+/// order: what [`page`] walks for a document scan.
+fn documents_from<'a, K: Ord + Hash, V>(
+    docs: &'a HashMap<K, Entry<K, V>, BuildHasherDefault<KeyHasher>>,
+    order: &'a BTreeSet<K>,
+    start: &K,
+) -> impl Iterator<Item = (&'a K, &'a Entry<K, V>)> {
+    let keys: btree_set::Range<'a, K> = order.range((Bound::Included(start), Bound::Unbounded));
+    keys.map(|k| (k, docs.get(k).expect("an ordered key without its document")))
+}
+
 /// The entries of `map` from `start` on, in key order.
 fn entries_from<'a, K: Ord, T>(map: &'a BTreeMap<K, T>, start: &K) -> btree_map::Range<'a, K, T> {
     map.range((Bound::Included(start), Bound::Unbounded))
 }
 
-impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
+impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
     pub fn new() -> Self {
         VersionedStore {
-            docs: BTreeMap::new(),
+            docs: HashMap::default(),
+            order: BTreeSet::new(),
             index: BTreeMap::new(),
             revision: 0,
             stats: StoreStats::default(),
@@ -146,7 +216,14 @@ impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
 
     /// Every document in key order (for end-of-run inspection).
     pub fn documents(&self) -> impl Iterator<Item = Document<K, V>> + '_ {
-        self.docs.iter().map(|(k, e)| document(k, e))
+        self.order.iter().map(|k| {
+            document(
+                k,
+                self.docs
+                    .get(k)
+                    .expect("an ordered key without its document"),
+            )
+        })
     }
 
     fn next_version(&mut self) -> Version {
@@ -205,6 +282,8 @@ impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
                     index: index.clone(),
                 };
                 self.docs.insert(key.clone(), entry);
+                let fresh = self.order.insert(key.clone());
+                assert!(fresh, "an ordered key without its document");
                 None
             }
         };
@@ -231,11 +310,11 @@ impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
             StoreRequest::CreateIfAbsent { key, value, index } => {
                 self.stats.creates += 1;
                 let version = match self.docs.entry(key.clone()) {
-                    btree_map::Entry::Occupied(e) => {
+                    hash_map::Entry::Occupied(e) => {
                         let before = document(key, e.get());
                         return (self.conflict(Some(before.clone())), Some(before));
                     }
-                    btree_map::Entry::Vacant(e) => {
+                    hash_map::Entry::Vacant(e) => {
                         self.revision += 1;
                         e.insert(Entry {
                             version: self.revision,
@@ -245,6 +324,8 @@ impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
                         self.revision
                     }
                 };
+                let fresh = self.order.insert(key.clone());
+                assert!(fresh, "an ordered key without its document");
                 self.reindex(key, None, index.as_ref(), version, value);
                 (StoreReply::Written { version }, None)
             }
@@ -283,6 +364,8 @@ impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
                 match &before {
                     Some(doc) if doc.version == *expected => {
                         let entry = self.docs.remove(key).expect("checked present");
+                        let ordered = self.order.remove(key);
+                        assert!(ordered, "a document without its ordered key");
                         if let Some(index) = entry.index {
                             let removed = self.index.remove(&index);
                             assert!(
@@ -299,7 +382,12 @@ impl<K: Ord + Clone, V: Clone> VersionedStore<K, V> {
             StoreRequest::Scan { start, end, limit } => {
                 self.stats.scans += 1;
                 let (docs, more) = if start < end {
-                    page(entries_from(&self.docs, start), end, *limit, document)
+                    page(
+                        documents_from(&self.docs, &self.order, start),
+                        end,
+                        *limit,
+                        document,
+                    )
                 } else {
                     (Vec::new(), false)
                 };
