@@ -7,28 +7,33 @@
 
 use leasehold_interface::{Document, StoreReply, StoreRequest, Version};
 use serde::Serialize;
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, btree_map, btree_set, hash_map};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::ops::Bound;
+use std::rc::Rc;
 
 /// A scan never returns more than this, whatever the caller asked for.
 pub const MAX_SCAN_LIMIT: u32 = 10_000;
 
-#[derive(Clone, Debug)]
 struct Entry<K, V> {
     version: Version,
     value: V,
-    index: Option<K>,
+    /// The document's index key, and the copy its index entry shows.
+    index: Option<(K, Shown<V>)>,
 }
 
-/// An index entry carries a copy of the document it points at, kept in step
-/// by every write: an index scan (every idle worker polls the pending index)
-/// then reads the index alone instead of one document lookup per result.
-#[derive(Clone, Debug)]
+/// An index entry shows a copy of the document it points at: an index scan
+/// (every idle worker polls the pending index) then reads the index alone
+/// instead of one document lookup per result. The copy is shared with the
+/// document's entry, so a write that keeps its index key (a running task's
+/// progress) refreshes it without searching the index, and index entries
+/// stay small for the B-tree's shifts and merges.
+type Shown<V> = Rc<RefCell<(Version, V)>>;
+
 struct IndexEntry<K, V> {
     key: K,
-    version: Version,
-    value: V,
+    shown: Shown<V>,
 }
 
 /// Operation counts, by kind. Reads: gets and scans. Writes: everything that
@@ -182,6 +187,62 @@ fn documents_from<'a, K: Ord + Hash, V>(
     keys.map(|k| (k, docs.get(k).expect("an ordered key without its document")))
 }
 
+/// Move the index entry of the document at `key` from the index key in
+/// `slot` to `new` (either may be absent), refresh the copy it shows, and
+/// leave the new index key in `slot`.
+fn reindex<K: Ord + Clone, V: Clone>(
+    index: &mut BTreeMap<K, IndexEntry<K, V>>,
+    key: &K,
+    slot: &mut Option<(K, Shown<V>)>,
+    new: Option<&K>,
+    version: Version,
+    value: &V,
+) {
+    if let (Some((old, shown)), Some(new)) = (slot.as_ref(), new)
+        && old == new
+    {
+        // The index entry under `new` shares `shown`: held by this document
+        // and by one index entry, inserted under `new` naming `key` (an
+        // entry is never moved, only removed with its document's slot).
+        assert!(
+            Rc::strong_count(shown) == 2,
+            "index entry missing for a live document"
+        );
+        debug_assert!(
+            index
+                .get(new)
+                .is_some_and(|e| e.key == *key && Rc::ptr_eq(&e.shown, shown)),
+            "index entry names another document"
+        );
+        *shown.borrow_mut() = (version, value.clone());
+        return;
+    }
+    let shown = slot.take().map(|(old, shown)| {
+        let removed = index.remove(&old);
+        assert!(
+            removed.is_some_and(|e| e.key == *key && Rc::ptr_eq(&e.shown, &shown)),
+            "index entry missing for a live document"
+        );
+        shown
+    });
+    if let Some(new) = new {
+        let shown = match shown {
+            Some(shown) => {
+                *shown.borrow_mut() = (version, value.clone());
+                shown
+            }
+            None => Rc::new(RefCell::new((version, value.clone()))),
+        };
+        let entry = IndexEntry {
+            key: key.clone(),
+            shown: Rc::clone(&shown),
+        };
+        let clash = index.insert(new.clone(), entry);
+        assert!(clash.is_none(), "unique index key used by two documents");
+        *slot = Some((new.clone(), shown));
+    }
+}
+
 /// The entries of `map` from `start` on, in key order.
 fn entries_from<'a, K: Ord, T>(map: &'a BTreeMap<K, T>, start: &K) -> btree_map::Range<'a, K, T> {
     map.range((Bound::Included(start), Bound::Unbounded))
@@ -231,63 +292,35 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
         self.revision
     }
 
-    /// Move the index entry of `key` from `old` to `new` (either may be
-    /// absent) and refresh the copy it carries.
-    fn reindex(&mut self, key: &K, old: Option<K>, new: Option<&K>, version: Version, value: &V) {
-        match (old, new) {
-            (Some(old), Some(new)) if old == *new => {
-                let entry = self
-                    .index
-                    .get_mut(new)
-                    .expect("index entry missing for a live document");
-                assert!(entry.key == *key, "index entry names another document");
-                entry.version = version;
-                entry.value = value.clone();
-            }
-            (old, new) => {
-                if let Some(old) = old {
-                    let removed = self.index.remove(&old);
-                    assert!(
-                        removed.as_ref().is_some_and(|e| e.key == *key),
-                        "index entry missing for a live document"
-                    );
-                }
-                if let Some(new) = new {
-                    let entry = IndexEntry {
-                        key: key.clone(),
-                        version,
-                        value: value.clone(),
-                    };
-                    let clash = self.index.insert(new.clone(), entry);
-                    assert!(clash.is_none(), "unique index key used by two documents");
-                }
-            }
-        }
-    }
-
     /// Write `value` over the document at `key` (present or not) and return
     /// its new version. One search for the document, whatever happens.
     fn write(&mut self, key: &K, value: &V, index: &Option<K>) -> Version {
         let version = self.next_version();
-        let old_index = match self.docs.get_mut(key) {
-            Some(e) => {
+        let e = match self.docs.entry(key.clone()) {
+            hash_map::Entry::Occupied(e) => {
+                let e = e.into_mut();
                 e.version = version;
                 e.value = value.clone();
-                std::mem::replace(&mut e.index, index.clone())
+                e
             }
-            None => {
-                let entry = Entry {
-                    version,
-                    value: value.clone(),
-                    index: index.clone(),
-                };
-                self.docs.insert(key.clone(), entry);
+            hash_map::Entry::Vacant(e) => {
                 let fresh = self.order.insert(key.clone());
                 assert!(fresh, "an ordered key without its document");
-                None
+                e.insert(Entry {
+                    version,
+                    value: value.clone(),
+                    index: None,
+                })
             }
         };
-        self.reindex(key, old_index, index.as_ref(), version, value);
+        reindex(
+            &mut self.index,
+            key,
+            &mut e.index,
+            index.as_ref(),
+            version,
+            value,
+        );
         version
     }
 
@@ -309,7 +342,7 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
             }
             StoreRequest::CreateIfAbsent { key, value, index } => {
                 self.stats.creates += 1;
-                let version = match self.docs.entry(key.clone()) {
+                let e = match self.docs.entry(key.clone()) {
                     hash_map::Entry::Occupied(e) => {
                         let before = document(key, e.get());
                         return (self.conflict(Some(before.clone())), Some(before));
@@ -319,14 +352,21 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                         e.insert(Entry {
                             version: self.revision,
                             value: value.clone(),
-                            index: index.clone(),
-                        });
-                        self.revision
+                            index: None,
+                        })
                     }
                 };
+                let version = self.revision;
                 let fresh = self.order.insert(key.clone());
                 assert!(fresh, "an ordered key without its document");
-                self.reindex(key, None, index.as_ref(), version, value);
+                reindex(
+                    &mut self.index,
+                    key,
+                    &mut e.index,
+                    index.as_ref(),
+                    version,
+                    value,
+                );
                 (StoreReply::Written { version }, None)
             }
             StoreRequest::PutIfVersion {
@@ -348,8 +388,14 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                 let version = self.revision;
                 e.version = version;
                 e.value = value.clone();
-                let old_index = std::mem::replace(&mut e.index, index.clone());
-                self.reindex(key, old_index, index.as_ref(), version, value);
+                reindex(
+                    &mut self.index,
+                    key,
+                    &mut e.index,
+                    index.as_ref(),
+                    version,
+                    value,
+                );
                 (StoreReply::Written { version }, Some(before))
             }
             StoreRequest::PutUnconditional { key, value, index } => {
@@ -366,7 +412,7 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                         let entry = self.docs.remove(key).expect("checked present");
                         let ordered = self.order.remove(key);
                         assert!(ordered, "a document without its ordered key");
-                        if let Some(index) = entry.index {
+                        if let Some((index, _)) = entry.index {
                             let removed = self.index.remove(&index);
                             assert!(
                                 removed.is_some_and(|e| e.key == *key),
@@ -398,16 +444,15 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                 self.stats.index_scans += 1;
                 let (docs, more) = if start < end {
                     page(entries_from(&self.index, start), end, *limit, |_, e| {
+                        let (version, value) = &*e.shown.borrow();
                         debug_assert!(
-                            self.docs
-                                .get(&e.key)
-                                .is_some_and(|d| d.version == e.version),
+                            self.docs.get(&e.key).is_some_and(|d| d.version == *version),
                             "index copy out of step"
                         );
                         Document {
                             key: e.key.clone(),
-                            version: e.version,
-                            value: e.value.clone(),
+                            version: *version,
+                            value: value.clone(),
                         }
                     })
                 } else {
