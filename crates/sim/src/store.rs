@@ -243,6 +243,28 @@ fn reindex<K: Ord + Clone, V: Clone>(
     }
 }
 
+/// [`page`] over the entries of `map` from `start` on. A scan that starts at
+/// or before the map's first key (every poll: the pending range starts at
+/// task 0, and nothing sorts before pending index keys) walks from the first
+/// leaf without a search: a range's descent compared keys at every level to
+/// find that same place.
+fn scan_from<'a, K: Ord, T, V>(
+    map: &'a BTreeMap<K, T>,
+    start: &K,
+    end: &K,
+    limit: u32,
+    doc: impl Fn(&'a K, &'a T) -> Document<K, V>,
+) -> (Vec<Document<K, V>>, bool) {
+    if map
+        .first_key_value()
+        .is_none_or(|(first, _)| start <= first)
+    {
+        page(map.iter(), end, limit, doc)
+    } else {
+        page(entries_from(map, start), end, limit, doc)
+    }
+}
+
 /// The entries of `map` from `start` on, in key order.
 fn entries_from<'a, K: Ord, T>(map: &'a BTreeMap<K, T>, start: &K) -> btree_map::Range<'a, K, T> {
     map.range((Bound::Included(start), Bound::Unbounded))
@@ -443,7 +465,7 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
             StoreRequest::ScanIndex { start, end, limit } => {
                 self.stats.index_scans += 1;
                 let (docs, more) = if start < end {
-                    page(entries_from(&self.index, start), end, *limit, |_, e| {
+                    scan_from(&self.index, start, end, *limit, |_, e| {
                         let (version, value) = &*e.shown.borrow();
                         debug_assert!(
                             self.docs.get(&e.key).is_some_and(|d| d.version == *version),
@@ -638,5 +660,10 @@ mod tests {
             // `end` past every key: up to the map's end.
             assert_eq!(scan(&mut s, 5, 20, 5), (vec![5, 10], false));
         }
+        // From before the first index key (walked from the first leaf, no
+        // search): the same pages.
+        assert_eq!(scan_keys(&mut s, true, 50, 103, 10), (vec![0, 1, 2], false));
+        assert_eq!(scan_keys(&mut s, true, 50, 103, 2), (vec![0, 1], true));
+        assert_eq!(scan_keys(&mut s, true, 0, 100, 5), (vec![], false));
     }
 }
