@@ -187,6 +187,20 @@ impl Observer<DocKey, DocValue, LeaseEvent> for RunObserver<'_, '_> {
     #[inline]
     fn record(&mut self, record: &Record<'_, DocKey, DocValue, LeaseEvent>) {
         match record.kind {
+            // A poll's scan, the commonest store record: only the load
+            // counter reads it (the checker judges writes), counted here
+            // without a call.
+            RecordKind::Store {
+                op: op @ StoreRequest::ScanIndex { start, .. },
+                reply,
+                ..
+            } if self.extra.is_none() => {
+                debug_assert!(
+                    !LeaseChecker::judges_store(op, reply),
+                    "a scan judged but not handled"
+                );
+                self.load.index_scan(start);
+            }
             RecordKind::Store { .. } => self.store(record),
             RecordKind::Effect { .. } => self.effect(record),
             RecordKind::Fault(_) | RecordKind::HealPhase => self.other(record),

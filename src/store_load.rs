@@ -64,6 +64,16 @@ impl Observer<DocKey, DocValue, LeaseEvent> for StoreLoadCounter<'_> {
 }
 
 impl StoreLoadCounter<'_> {
+    /// An index scan from `start`: what [`StoreLoadCounter::store`] does
+    /// with one.
+    #[inline(always)]
+    pub fn index_scan(&mut self, start: &DocKey) {
+        match start {
+            DocKey::PendingIdx { .. } => self.load.pending_scans += 1,
+            _ => self.load.owned_scans += 1,
+        }
+    }
+
     /// A store record: what [`Observer::record`] does with one, for a host
     /// that already knows the record's kind.
     #[inline]
@@ -83,10 +93,7 @@ impl StoreLoadCounter<'_> {
         match op {
             StoreRequest::Get { .. } => l.gets += 1,
             StoreRequest::Scan { .. } => l.member_scans += 1,
-            StoreRequest::ScanIndex { start, .. } => match start {
-                DocKey::PendingIdx { .. } => l.pending_scans += 1,
-                _ => l.owned_scans += 1,
-            },
+            StoreRequest::ScanIndex { start, .. } => self.index_scan(start),
             StoreRequest::DeleteIfVersion {
                 key: DocKey::TaskLease { .. },
                 ..

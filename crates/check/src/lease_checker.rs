@@ -683,6 +683,17 @@ impl LeaseChecker {
         )
     }
 
+    /// Whether the checker reads this store record: accepted writes and
+    /// deletes. The rest (reads, scans, refused writes) [`Self::store`]
+    /// turns away, so a host may skip them.
+    pub fn judges_store<K, V>(op: &StoreRequest<K, V>, reply: &StoreReply<K, V>) -> bool {
+        matches!(
+            (op, reply),
+            (_, StoreReply::Written { .. })
+                | (StoreRequest::DeleteIfVersion { .. }, StoreReply::Deleted)
+        )
+    }
+
     /// A store record ([`RecordKind::Store`]): what [`Observer::record`]
     /// does with one, for a host that already knows the record's kind.
     #[inline]
