@@ -20,7 +20,7 @@ use crate::services::{EffectService, ServiceSpec};
 use crate::store::{StoreStats, VersionedStore};
 use crate::trace_hash::{Gather, TraceHasher};
 use leasehold_interface::{
-    Document, EffectReply, EffectRequest, Input, Output, RequestId, StoreReply, StoreRequest,
+    EffectReply, EffectRequest, Input, Output, RequestId, StoreReply, StoreRequest,
 };
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
@@ -336,50 +336,7 @@ fn hash_record<K: Hash, V: Hash, E: Hash>(record: &Record<'_, K, V, E>, hasher: 
             op,
             reply,
             before,
-        } => {
-            // Not the derived form: after the time, a tag no derived
-            // discriminant writes (those are small integers).
-            const STORE_TAG: u64 = u64::MAX - 1;
-            match actor {
-                Actor::Node { node, incarnation } => hasher.put_gathered(
-                    Gather::<33>::new()
-                        .u64(t)
-                        .u64(STORE_TAG)
-                        .u8(0)
-                        .u32(node.0)
-                        .u32(incarnation)
-                        .u64(request.0),
-                ),
-                Actor::External => hasher.put_gathered(
-                    Gather::<25>::new()
-                        .u64(t)
-                        .u64(STORE_TAG)
-                        .u8(1)
-                        .u64(request.0),
-                ),
-            }
-            op.hash(hasher);
-            // The reply as `(tag, version)` tuples, hashed as derived.
-            let version = |doc: &Option<Document<K, V>>| doc.as_ref().map(|d| d.version);
-            match reply {
-                StoreReply::Got { doc } => hasher.put_u8_option_u64(0, version(doc)),
-                StoreReply::Written { version } => {
-                    let mut b = [1u8; 9];
-                    b[1..].copy_from_slice(&version.to_le_bytes());
-                    hasher.put(b);
-                }
-                StoreReply::Deleted => hasher.put([2]),
-                StoreReply::Conflict { current } => hasher.put_u8_option_u64(3, version(current)),
-                StoreReply::Scanned { docs, more } => {
-                    (4u8, docs.len(), more).hash(hasher);
-                    for d in docs {
-                        hasher.put(d.version.to_le_bytes());
-                    }
-                }
-                StoreReply::Unavailable => hasher.put([5]),
-            }
-            hasher.put_option_u64(before.map(|d| d.version));
-        }
+        } => hasher.put_store_record(t, actor, request, op, reply, before),
         &RecordKind::Effect {
             actor,
             request,
@@ -1539,7 +1496,7 @@ fn message_tag<K: Hash, V, E>(output: &Output<K, V, E>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use leasehold_interface::{Instant, ServiceId};
+    use leasehold_interface::{Document, Instant, ServiceId};
 
     type R<'a> = Record<'a, u64, u64, u64>;
 
@@ -1587,13 +1544,50 @@ mod tests {
             version,
             value: 9u64,
         };
+        // Every request kind (each hashed by hand since the derived
+        // request hash was replaced), with and without an index key.
         let ops = [
             StoreRequest::Get { key: BIG },
+            StoreRequest::CreateIfAbsent {
+                key: 1,
+                value: BIG,
+                index: None,
+            },
+            StoreRequest::CreateIfAbsent {
+                key: 1,
+                value: 3,
+                index: Some(BIG),
+            },
             StoreRequest::PutIfVersion {
                 key: 1,
                 expected: BIG,
                 value: 3,
                 index: Some(4),
+            },
+            StoreRequest::PutIfVersion {
+                key: BIG,
+                expected: 2,
+                value: 3,
+                index: None,
+            },
+            StoreRequest::PutUnconditional {
+                key: 1,
+                value: 3,
+                index: Some(4),
+            },
+            StoreRequest::PutUnconditional {
+                key: 1,
+                value: 3,
+                index: None,
+            },
+            StoreRequest::DeleteIfVersion {
+                key: 6,
+                expected: BIG,
+            },
+            StoreRequest::Scan {
+                start: 2,
+                end: BIG,
+                limit: u32::MAX,
             },
             StoreRequest::ScanIndex {
                 start: 0,

@@ -8,7 +8,9 @@
 //! is cut into updates, so the buffer size is free to change.) Lengths and
 //! enum discriminants, the `usize`/`isize` writes, take one byte when small.
 
-use std::hash::Hasher;
+use crate::record::Actor;
+use leasehold_interface::{Document, RequestId, StoreReply, StoreRequest};
+use std::hash::{Hash, Hasher};
 use xxhash_rust::xxh3::Xxh3Default;
 
 const BUFFER_BYTES: usize = 4096;
@@ -88,23 +90,6 @@ impl TraceHasher {
         self.put(g.bytes());
     }
 
-    /// `lead`, then an `Option<u64>` as its derived `Hash` feeds this
-    /// hasher: the discriminant in one byte, then the value if there is one.
-    #[inline(always)]
-    pub(crate) fn put_u8_option_u64(&mut self, lead: u8, v: Option<u64>) {
-        let mut b = [0u8; 10];
-        b[0] = lead;
-        let used = match v {
-            Some(v) => {
-                b[1] = 1;
-                b[2..].copy_from_slice(&v.to_le_bytes());
-                10
-            }
-            None => 2,
-        };
-        self.put_prefix(b, used);
-    }
-
     /// An `Option<u64>` as its derived `Hash` feeds this hasher.
     #[inline(always)]
     pub(crate) fn put_option_u64(&mut self, v: Option<u64>) {
@@ -117,6 +102,176 @@ impl TraceHasher {
             }
             None => 1,
         };
+        self.put_prefix(b, used);
+    }
+
+    /// A store record, the bytes `hash_record` documents: after the time, a
+    /// tag no derived discriminant writes, the actor and request id; then
+    /// the request as `derive(Hash)` feeds this hasher; then the reply and
+    /// the document before by version, as `(tag, version)` tuples and an
+    /// `Option<u64>` would be hashed. Written here, not through the
+    /// request's derived `Hash` (a call, and a write per field), so each
+    /// fixed run between the key and value writes is one put: the request's
+    /// discriminant with the head, a scan's limit with its reply's header, a
+    /// reply with the version before. Out of line, as the derived request
+    /// hash it replaces was: inlined, it grew the simulator's store arrival
+    /// past what the compiler inlines into its dispatch.
+    #[inline(never)]
+    pub(crate) fn put_store_record<K: Hash, V: Hash>(
+        &mut self,
+        time_us: u64,
+        actor: Actor,
+        request: RequestId,
+        op: &StoreRequest<K, V>,
+        reply: &StoreReply<K, V>,
+        before: Option<&Document<K, V>>,
+    ) {
+        const STORE_TAG: u64 = u64::MAX - 1;
+        // The request's derived discriminant, in declaration order (one
+        // byte: see `write_isize`).
+        let discriminant: u8 = match op {
+            StoreRequest::Get { .. } => 0,
+            StoreRequest::CreateIfAbsent { .. } => 1,
+            StoreRequest::PutIfVersion { .. } => 2,
+            StoreRequest::PutUnconditional { .. } => 3,
+            StoreRequest::DeleteIfVersion { .. } => 4,
+            StoreRequest::Scan { .. } => 5,
+            StoreRequest::ScanIndex { .. } => 6,
+        };
+        match actor {
+            Actor::Node { node, incarnation } => self.put_gathered(
+                Gather::<34>::new()
+                    .u64(time_us)
+                    .u64(STORE_TAG)
+                    .u8(0)
+                    .u32(node.0)
+                    .u32(incarnation)
+                    .u64(request.0)
+                    .u8(discriminant),
+            ),
+            Actor::External => self.put_gathered(
+                Gather::<26>::new()
+                    .u64(time_us)
+                    .u64(STORE_TAG)
+                    .u8(1)
+                    .u64(request.0)
+                    .u8(discriminant),
+            ),
+        }
+        let before = before.map(|d| d.version);
+        // The request's fields after its discriminant, as derived.
+        match op {
+            StoreRequest::Get { key } => key.hash(self),
+            StoreRequest::CreateIfAbsent { key, value, index }
+            | StoreRequest::PutUnconditional { key, value, index } => {
+                key.hash(self);
+                value.hash(self);
+                self.put_option(index);
+            }
+            StoreRequest::PutIfVersion {
+                key,
+                expected,
+                value,
+                index,
+            } => {
+                key.hash(self);
+                self.put(expected.to_le_bytes());
+                value.hash(self);
+                self.put_option(index);
+            }
+            StoreRequest::DeleteIfVersion { key, expected } => {
+                key.hash(self);
+                self.put(expected.to_le_bytes());
+            }
+            StoreRequest::Scan { start, end, limit }
+            | StoreRequest::ScanIndex { start, end, limit } => {
+                start.hash(self);
+                end.hash(self);
+                match reply {
+                    // The limit and the reply's `(4u8, len, more)` in one
+                    // put while the length takes one byte.
+                    StoreReply::Scanned { docs, more }
+                        if docs.len() < usize::from(SMALL_MARKER) =>
+                    {
+                        self.put_gathered(
+                            Gather::<7>::new()
+                                .u32(*limit)
+                                .u8(4)
+                                .u8(docs.len() as u8)
+                                .u8(u8::from(*more)),
+                        );
+                        for d in docs {
+                            self.put(d.version.to_le_bytes());
+                        }
+                        self.put_option_u64(before);
+                        return;
+                    }
+                    _ => self.put(limit.to_le_bytes()),
+                }
+            }
+        }
+        let version = |doc: &Option<Document<K, V>>| doc.as_ref().map(|d| d.version);
+        match reply {
+            StoreReply::Got { doc } => {
+                self.put_reply_before(0, Reply::Option(version(doc)), before)
+            }
+            StoreReply::Written { version } => {
+                self.put_reply_before(1, Reply::Version(*version), before)
+            }
+            StoreReply::Deleted => self.put_reply_before(2, Reply::Tag, before),
+            StoreReply::Conflict { current } => {
+                self.put_reply_before(3, Reply::Option(version(current)), before)
+            }
+            StoreReply::Scanned { docs, more } => {
+                (4u8, docs.len(), more).hash(self);
+                for d in docs {
+                    self.put(d.version.to_le_bytes());
+                }
+                self.put_option_u64(before);
+            }
+            StoreReply::Unavailable => self.put_reply_before(5, Reply::Tag, before),
+        }
+    }
+
+    /// An `Option<K>` as derived: its discriminant in one byte, then the key.
+    #[inline(always)]
+    fn put_option<K: Hash>(&mut self, v: &Option<K>) {
+        match v {
+            Some(k) => {
+                self.put([1]);
+                k.hash(self);
+            }
+            None => self.put([0]),
+        }
+    }
+
+    /// A store reply's tag and version (as a derived `(u8, ..)` tuple),
+    /// then the version before (an `Option<u64>`), in one put.
+    #[inline(always)]
+    fn put_reply_before(&mut self, tag: u8, reply: Reply, before: Option<u64>) {
+        let mut b = [0u8; 19];
+        b[0] = tag;
+        let mut used = 1;
+        match reply {
+            Reply::Tag => {}
+            Reply::Version(v) => {
+                b[1..9].copy_from_slice(&v.to_le_bytes());
+                used = 9;
+            }
+            Reply::Option(None) => used = 2,
+            Reply::Option(Some(v)) => {
+                b[1] = 1;
+                b[2..10].copy_from_slice(&v.to_le_bytes());
+                used = 10;
+            }
+        }
+        if let Some(v) = before {
+            b[used] = 1;
+            b[used + 1..used + 9].copy_from_slice(&v.to_le_bytes());
+            used += 9;
+        } else {
+            used += 1;
+        }
         self.put_prefix(b, used);
     }
 
@@ -153,6 +308,14 @@ impl TraceHasher {
         self.flush();
         self.inner.digest()
     }
+}
+
+/// What a store reply adds after its tag.
+#[derive(Clone, Copy)]
+enum Reply {
+    Tag,
+    Version(u64),
+    Option(Option<u64>),
 }
 
 impl Hasher for TraceHasher {
