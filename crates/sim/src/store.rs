@@ -6,10 +6,11 @@
 //! value of one global revision counter as the document's version.
 
 use leasehold_interface::{Document, StoreReply, StoreRequest, Version};
+use rustc_hash::FxBuildHasher;
 use serde::Serialize;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, btree_map, btree_set, hash_map};
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::Hash;
 use std::ops::Bound;
 use std::rc::Rc;
 
@@ -61,55 +62,12 @@ impl StoreStats {
     }
 }
 
-/// The hasher of the documents' map: keys are the simulation's own (no
-/// adversary), so a multiply per word, folded at the end so that every bit
-/// of the key reaches the low bits the table indexes by. Deterministic: no
-/// random seed (and the map is never iterated, see [`VersionedStore`]).
-#[derive(Clone, Copy, Default)]
-struct KeyHasher(u64);
-
-const KEY_HASH_MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
-
-impl KeyHasher {
-    #[inline(always)]
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(23) ^ word).wrapping_mul(KEY_HASH_MULTIPLIER);
-    }
-}
-
-impl Hasher for KeyHasher {
-    #[inline(always)]
-    fn write(&mut self, bytes: &[u8]) {
-        // Keys gather their bytes into one constant-length write, so this
-        // loop unrolls into a word or two.
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
-        }
-    }
-    #[inline(always)]
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-    #[inline(always)]
-    fn write_u32(&mut self, i: u32) {
-        self.add(u64::from(i));
-    }
-    #[inline(always)]
-    fn write_u64(&mut self, i: u64) {
-        self.add(i);
-    }
-    #[inline(always)]
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-    #[inline(always)]
-    fn finish(&self) -> u64 {
-        let full = u128::from(self.0) * u128::from(KEY_HASH_MULTIPLIER);
-        (full as u64) ^ ((full >> 64) as u64)
-    }
-}
+/// The documents' map: keyed by the simulation's own keys (no adversary to
+/// flood a bucket), so rustc's fast multiply-rotate hasher rather than the
+/// standard library's keyed SipHash. It has no random seed, and the map is
+/// only probed, never iterated (see [`VersionedStore`]): its order cannot
+/// reach a run.
+type DocumentMap<K, V> = HashMap<K, Entry<K, V>, FxBuildHasher>;
 
 /// Documents are found by key through a hash map (a conditional write, the
 /// commonest request, is one probe instead of a B-tree descent); their keys
@@ -117,7 +75,7 @@ impl Hasher for KeyHasher {
 /// poll scans the index). The map is only probed, never iterated, so its
 /// order cannot reach a run.
 pub struct VersionedStore<K, V> {
-    docs: HashMap<K, Entry<K, V>, BuildHasherDefault<KeyHasher>>,
+    docs: DocumentMap<K, V>,
     /// The keys of `docs`, in order.
     order: BTreeSet<K>,
     index: BTreeMap<K, IndexEntry<K, V>>,
@@ -179,7 +137,7 @@ fn page<'a, K: Ord + 'a, T: 'a, V>(
 /// The documents of `docs` whose keys `order` holds from `start` on, in key
 /// order: what [`page`] walks for a document scan.
 fn documents_from<'a, K: Ord + Hash, V>(
-    docs: &'a HashMap<K, Entry<K, V>, BuildHasherDefault<KeyHasher>>,
+    docs: &'a DocumentMap<K, V>,
     order: &'a BTreeSet<K>,
     start: &K,
 ) -> impl Iterator<Item = (&'a K, &'a Entry<K, V>)> {
