@@ -88,33 +88,35 @@ impl LocalClock {
         if target <= 0 || self.local(0) >= local {
             return 0;
         }
+        // Exactly, in closed form (a settling loop here read the clock three
+        // times per call). For `sim >= 0`, `local(sim) - offset` is
+        // `sim + trunc(sim * drift / PPM)`, that is `floor(sim * rate / PPM)`
+        // when drift >= 0 and `ceil(sim * rate / PPM)` when it is negative
+        // (truncation rounds towards zero), with `rate = PPM + drift > 0`.
+        // So the earliest `sim` reading at least `target` (>= 1 here) is
+        // `ceil(target * PPM / rate)`, or `floor((target - 1) * PPM / rate) + 1`.
         let rate = PPM + self.drift_ppm as i128;
-        // Ceiling division; in i64 when the product fits (see `local`).
-        let estimate = i64::try_from(target)
+        let (numerator, add) = if self.drift_ppm >= 0 {
+            (target, rate - 1)
+        } else {
+            (target - 1, rate)
+        };
+        // In i64 when the product fits (see `local`); the same value.
+        let sim = i64::try_from(numerator)
             .ok()
             .and_then(|t| t.checked_mul(PPM as i64))
-            .and_then(|t| t.checked_add(rate as i64 - 1))
+            .and_then(|t| t.checked_add(add as i64))
             .map_or_else(
-                || (target * PPM + rate - 1) / rate,
+                || (numerator * PPM + add) / rate,
                 |t| (t / rate as i64) as i128,
             );
-        let mut sim = estimate;
-        // Integer rounding can leave us a microsecond short or long; settle it
-        // exactly. Bounded: the estimate is within a couple of microseconds.
-        for _ in 0..4 {
-            if self.local(sim as u64) < local {
-                sim += 1;
-            } else if sim > 0 && self.local((sim - 1) as u64) >= local {
-                sim -= 1;
-            } else {
-                break;
-            }
-        }
-        assert!(
-            self.local(sim as u64) >= local,
-            "clock inversion did not converge"
+        let sim = sim.clamp(0, u64::MAX as i128) as u64;
+        assert!(self.local(sim) >= local, "clock inversion is not exact");
+        debug_assert!(
+            sim == 0 || self.local(sim - 1) < local,
+            "clock inversion is not the earliest"
         );
-        sim.clamp(0, u64::MAX as i128) as u64
+        sim
     }
 }
 
@@ -156,6 +158,37 @@ mod tests {
                         let wall_us = (drifted + wall as i128).clamp(0, u64::MAX as i128) as u64;
                         assert_eq!(c.read(sim).wall_ms, wall_us / 1_000, "{c:?} at {sim}");
                     }
+                }
+            }
+        }
+    }
+
+    /// The closed-form inverse against the clock itself, microsecond by
+    /// microsecond, across the rounding of every drift sign.
+    #[test]
+    fn inverse_is_exact_over_a_dense_range() {
+        for drift in [
+            -MAX_DRIFT_PPM,
+            -99_999,
+            -3_333,
+            -1,
+            1,
+            7,
+            12_345,
+            MAX_DRIFT_PPM,
+        ] {
+            for offset in [-2_000, 0, 1_500] {
+                let c = LocalClock::new(offset, drift);
+                for local in 0u64..5_000 {
+                    let l = Instant::from_micros(local);
+                    let t = c.sim_time_for(l);
+                    assert!(c.local(t) >= l, "{drift} {offset} {local}");
+                    assert!(t == 0 || c.local(t - 1) < l, "{drift} {offset} {local}");
+                }
+                for local in [1u64 << 40, (1 << 50) + 999_999, i64::MAX as u64 / 2] {
+                    let l = Instant::from_micros(local);
+                    let t = c.sim_time_for(l);
+                    assert!(c.local(t) >= l && c.local(t - 1) < l, "{drift} {local}");
                 }
             }
         }
