@@ -8,11 +8,9 @@
 use leasehold_interface::{Document, StoreReply, StoreRequest, Version};
 use rustc_hash::FxBuildHasher;
 use serde::Serialize;
-use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, btree_map, btree_set, hash_map};
 use std::hash::Hash;
 use std::ops::Bound;
-use std::rc::Rc;
 
 /// A scan never returns more than this, whatever the caller asked for.
 pub const MAX_SCAN_LIMIT: u32 = 10_000;
@@ -20,21 +18,56 @@ pub const MAX_SCAN_LIMIT: u32 = 10_000;
 struct Entry<K, V> {
     version: Version,
     value: V,
-    /// The document's index key, and the copy its index entry shows.
-    index: Option<(K, Shown<V>)>,
+    /// The document's index key, and the slot of the copy its index entry
+    /// shows.
+    index: Option<(K, u32)>,
 }
 
 /// An index entry shows a copy of the document it points at: an index scan
 /// (every idle worker polls the pending index) then reads the index alone
-/// instead of one document lookup per result. The copy is shared with the
-/// document's entry, so a write that keeps its index key (a running task's
-/// progress) refreshes it without searching the index, and index entries
-/// stay small for the B-tree's shifts and merges.
-type Shown<V> = Rc<RefCell<(Version, V)>>;
-
-struct IndexEntry<K, V> {
+/// instead of one document lookup per result. The copies sit in a slab
+/// named by slot from both the index entry and the document's entry, so a
+/// write that keeps its index key (a running task's progress) refreshes the
+/// copy without searching the index, an index entry is four bytes for the
+/// B-tree's shifts and merges, and a task's copy costs no allocation (a
+/// shared `Rc<RefCell<..>>` per indexed document did).
+struct Shown<K, V> {
+    /// The document's key.
     key: K,
-    shown: Shown<V>,
+    version: Version,
+    value: V,
+    /// An index entry names this slot (false once freed).
+    indexed: bool,
+}
+
+/// The index entries' copies, by slot; freed slots are reused.
+struct Copies<K, V> {
+    slots: Vec<Shown<K, V>>,
+    free: Vec<u32>,
+}
+
+impl<K, V> Copies<K, V> {
+    /// A slot holding `shown`, named by a new index entry.
+    fn add(&mut self, shown: Shown<K, V>) -> u32 {
+        debug_assert!(shown.indexed);
+        match self.free.pop() {
+            Some(at) => {
+                self.slots[at as usize] = shown;
+                at
+            }
+            None => {
+                let at = u32::try_from(self.slots.len()).expect("index copies past u32 slots");
+                self.slots.push(shown);
+                at
+            }
+        }
+    }
+
+    /// Free the slot `at` once its index entry is gone.
+    fn release(&mut self, at: u32) {
+        self.slots[at as usize].indexed = false;
+        self.free.push(at);
+    }
 }
 
 /// Operation counts, by kind. Reads: gets and scans. Writes: everything that
@@ -78,7 +111,8 @@ pub struct VersionedStore<K, V> {
     docs: DocumentMap<K, V>,
     /// The keys of `docs`, in order.
     order: BTreeSet<K>,
-    index: BTreeMap<K, IndexEntry<K, V>>,
+    index: BTreeMap<K, u32>,
+    copies: Copies<K, V>,
     revision: Version,
     stats: StoreStats,
 }
@@ -149,55 +183,60 @@ fn documents_from<'a, K: Ord + Hash, V>(
 /// `slot` to `new` (either may be absent), refresh the copy it shows, and
 /// leave the new index key in `slot`.
 fn reindex<K: Ord + Clone, V: Clone>(
-    index: &mut BTreeMap<K, IndexEntry<K, V>>,
+    index: &mut BTreeMap<K, u32>,
+    copies: &mut Copies<K, V>,
     key: &K,
-    slot: &mut Option<(K, Shown<V>)>,
+    slot: &mut Option<(K, u32)>,
     new: Option<&K>,
     version: Version,
     value: &V,
 ) {
-    if let (Some((old, shown)), Some(new)) = (slot.as_ref(), new)
+    if let (Some((old, at)), Some(new)) = (slot.as_ref(), new)
         && old == new
     {
-        // The index entry under `new` shares `shown`: held by this document
-        // and by one index entry, inserted under `new` naming `key` (an
-        // entry is never moved, only removed with its document's slot).
-        assert!(
-            Rc::strong_count(shown) == 2,
-            "index entry missing for a live document"
-        );
+        // The index entry under `new` names slot `at`: inserted under `new`
+        // naming `key` (an entry is never moved, only removed with its
+        // document's slot, which frees the copy).
+        let copy = &mut copies.slots[*at as usize];
+        assert!(copy.indexed, "index entry missing for a live document");
         debug_assert!(
-            index
-                .get(new)
-                .is_some_and(|e| e.key == *key && Rc::ptr_eq(&e.shown, shown)),
+            index.get(new) == Some(at) && copy.key == *key,
             "index entry names another document"
         );
-        *shown.borrow_mut() = (version, value.clone());
+        copy.version = version;
+        copy.value = value.clone();
         return;
     }
-    let shown = slot.take().map(|(old, shown)| {
+    let kept = slot.take().map(|(old, at)| {
         let removed = index.remove(&old);
         assert!(
-            removed.is_some_and(|e| e.key == *key && Rc::ptr_eq(&e.shown, &shown)),
+            removed == Some(at) && copies.slots[at as usize].key == *key,
             "index entry missing for a live document"
         );
-        shown
+        at
     });
-    if let Some(new) = new {
-        let shown = match shown {
-            Some(shown) => {
-                *shown.borrow_mut() = (version, value.clone());
-                shown
-            }
-            None => Rc::new(RefCell::new((version, value.clone()))),
-        };
-        let entry = IndexEntry {
-            key: key.clone(),
-            shown: Rc::clone(&shown),
-        };
-        let clash = index.insert(new.clone(), entry);
-        assert!(clash.is_none(), "unique index key used by two documents");
-        *slot = Some((new.clone(), shown));
+    match (new, kept) {
+        (Some(new), kept) => {
+            let at = match kept {
+                Some(at) => {
+                    let copy = &mut copies.slots[at as usize];
+                    copy.version = version;
+                    copy.value = value.clone();
+                    at
+                }
+                None => copies.add(Shown {
+                    key: key.clone(),
+                    version,
+                    value: value.clone(),
+                    indexed: true,
+                }),
+            };
+            let clash = index.insert(new.clone(), at);
+            assert!(clash.is_none(), "unique index key used by two documents");
+            *slot = Some((new.clone(), at));
+        }
+        (None, Some(at)) => copies.release(at),
+        (None, None) => {}
     }
 }
 
@@ -234,6 +273,10 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
             docs: HashMap::default(),
             order: BTreeSet::new(),
             index: BTreeMap::new(),
+            copies: Copies {
+                slots: Vec::new(),
+                free: Vec::new(),
+            },
             revision: 0,
             stats: StoreStats::default(),
         }
@@ -295,6 +338,7 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
         };
         reindex(
             &mut self.index,
+            &mut self.copies,
             key,
             &mut e.index,
             index.as_ref(),
@@ -341,6 +385,7 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                 assert!(fresh, "an ordered key without its document");
                 reindex(
                     &mut self.index,
+                    &mut self.copies,
                     key,
                     &mut e.index,
                     index.as_ref(),
@@ -370,6 +415,7 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                 e.value = value.clone();
                 reindex(
                     &mut self.index,
+                    &mut self.copies,
                     key,
                     &mut e.index,
                     index.as_ref(),
@@ -392,12 +438,13 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                         let entry = self.docs.remove(key).expect("checked present");
                         let ordered = self.order.remove(key);
                         assert!(ordered, "a document without its ordered key");
-                        if let Some((index, _)) = entry.index {
+                        if let Some((index, at)) = entry.index {
                             let removed = self.index.remove(&index);
                             assert!(
-                                removed.is_some_and(|e| e.key == *key),
+                                removed == Some(at) && self.copies.slots[at as usize].key == *key,
                                 "index entry missing on delete"
                             );
+                            self.copies.release(at);
                         }
                         self.revision += 1;
                         (StoreReply::Deleted, before)
@@ -423,16 +470,21 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
             StoreRequest::ScanIndex { start, end, limit } => {
                 self.stats.index_scans += 1;
                 let (docs, more) = if start < end {
-                    scan_from(&self.index, start, end, *limit, |_, e| {
-                        let (version, value) = &*e.shown.borrow();
+                    let copies = &self.copies.slots;
+                    scan_from(&self.index, start, end, *limit, |_, at| {
+                        let e = &copies[*at as usize];
                         debug_assert!(
-                            self.docs.get(&e.key).is_some_and(|d| d.version == *version),
+                            e.indexed
+                                && self
+                                    .docs
+                                    .get(&e.key)
+                                    .is_some_and(|d| d.version == e.version),
                             "index copy out of step"
                         );
                         Document {
                             key: e.key.clone(),
-                            version: *version,
-                            value: value.clone(),
+                            version: e.version,
+                            value: e.value.clone(),
                         }
                     })
                 } else {
