@@ -29,8 +29,7 @@ struct Entry<K, V> {
 /// named by slot from both the index entry and the document's entry, so a
 /// write that keeps its index key (a running task's progress) refreshes the
 /// copy without searching the index, an index entry is four bytes for the
-/// B-tree's shifts and merges, and a task's copy costs no allocation (a
-/// shared `Rc<RefCell<..>>` per indexed document did).
+/// B-tree's shifts and merges, and a task's copy costs no allocation.
 struct Shown<K, V> {
     /// The document's key.
     key: K,
