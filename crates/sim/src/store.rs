@@ -99,7 +99,44 @@ impl StoreStats {
 /// standard library's keyed SipHash. It has no random seed, and the map is
 /// only probed, never iterated (see [`VersionedStore`]): its order cannot
 /// reach a run.
-type DocumentMap<K, V> = HashMap<K, Entry<K, V>, FxBuildHasher>;
+///
+/// "Never iterated" is held by the type: it offers probes by key and no
+/// iterator, so no later change can let the map's order decide anything.
+struct DocumentMap<K, V>(HashMap<K, Entry<K, V>, FxBuildHasher>);
+
+impl<K: Hash + Eq, V> DocumentMap<K, V> {
+    fn new() -> DocumentMap<K, V> {
+        DocumentMap(HashMap::default())
+    }
+
+    #[inline]
+    fn get(&self, key: &K) -> Option<&Entry<K, V>> {
+        self.0.get(key)
+    }
+
+    #[inline]
+    fn get_mut(&mut self, key: &K) -> Option<&mut Entry<K, V>> {
+        self.0.get_mut(key)
+    }
+
+    #[inline]
+    fn entry(&mut self, key: K) -> hash_map::Entry<'_, K, Entry<K, V>> {
+        self.0.entry(key)
+    }
+
+    #[inline]
+    fn remove(&mut self, key: &K) -> Option<Entry<K, V>> {
+        self.0.remove(key)
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
 
 /// Documents are found by key through a hash map (a conditional write, the
 /// commonest request, is one probe instead of a B-tree descent); their keys
@@ -269,7 +306,7 @@ fn entries_from<'a, K: Ord, T>(map: &'a BTreeMap<K, T>, start: &K) -> btree_map:
 impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
     pub fn new() -> Self {
         VersionedStore {
-            docs: HashMap::default(),
+            docs: DocumentMap::new(),
             order: BTreeSet::new(),
             index: BTreeMap::new(),
             copies: Copies {
