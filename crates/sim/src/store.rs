@@ -39,6 +39,13 @@ struct Shown<K, V> {
     indexed: bool,
 }
 
+/// The unique secondary index: its entries, by index key, name the slot of
+/// the copy they show.
+struct SecondaryIndex<K, V> {
+    entries: BTreeMap<K, u32>,
+    copies: Copies<K, V>,
+}
+
 /// The index entries' copies, by slot; freed slots are reused.
 struct Copies<K, V> {
     slots: Vec<Shown<K, V>>,
@@ -147,8 +154,7 @@ pub struct VersionedStore<K, V> {
     docs: DocumentMap<K, V>,
     /// The keys of `docs`, in order.
     order: BTreeSet<K>,
-    index: BTreeMap<K, u32>,
-    copies: Copies<K, V>,
+    index: SecondaryIndex<K, V>,
     revision: Version,
     stats: StoreStats,
 }
@@ -215,12 +221,27 @@ fn documents_from<'a, K: Ord + Hash, V>(
     keys.map(|k| (k, docs.get(k).expect("an ordered key without its document")))
 }
 
+/// A new document, unindexed, at `vacant`'s key, and the key in `order`.
+fn create<'a, K: Ord + Clone, V: Clone>(
+    order: &mut BTreeSet<K>,
+    vacant: hash_map::VacantEntry<'a, K, Entry<K, V>>,
+    version: Version,
+    value: &V,
+) -> &'a mut Entry<K, V> {
+    let fresh = order.insert(vacant.key().clone());
+    assert!(fresh, "an ordered key without its document");
+    vacant.insert(Entry {
+        version,
+        value: value.clone(),
+        index: None,
+    })
+}
+
 /// Move the index entry of the document at `key` from the index key in
 /// `slot` to `new` (either may be absent), refresh the copy it shows, and
 /// leave the new index key in `slot`.
 fn reindex<K: Ord + Clone, V: Clone>(
-    index: &mut BTreeMap<K, u32>,
-    copies: &mut Copies<K, V>,
+    index: &mut SecondaryIndex<K, V>,
     key: &K,
     slot: &mut Option<(K, u32)>,
     new: Option<&K>,
@@ -233,10 +254,10 @@ fn reindex<K: Ord + Clone, V: Clone>(
         // The index entry under `new` names slot `at`: inserted under `new`
         // naming `key` (an entry is never moved, only removed with its
         // document's slot, which frees the copy).
-        let copy = &mut copies.slots[*at as usize];
+        let copy = &mut index.copies.slots[*at as usize];
         assert!(copy.indexed, "index entry missing for a live document");
         debug_assert!(
-            index.get(new) == Some(at) && copy.key == *key,
+            index.entries.get(new) == Some(at) && copy.key == *key,
             "index entry names another document"
         );
         copy.version = version;
@@ -244,9 +265,9 @@ fn reindex<K: Ord + Clone, V: Clone>(
         return;
     }
     let kept = slot.take().map(|(old, at)| {
-        let removed = index.remove(&old);
+        let removed = index.entries.remove(&old);
         assert!(
-            removed == Some(at) && copies.slots[at as usize].key == *key,
+            removed == Some(at) && index.copies.slots[at as usize].key == *key,
             "index entry missing for a live document"
         );
         at
@@ -255,23 +276,23 @@ fn reindex<K: Ord + Clone, V: Clone>(
         (Some(new), kept) => {
             let at = match kept {
                 Some(at) => {
-                    let copy = &mut copies.slots[at as usize];
+                    let copy = &mut index.copies.slots[at as usize];
                     copy.version = version;
                     copy.value = value.clone();
                     at
                 }
-                None => copies.add(Shown {
+                None => index.copies.add(Shown {
                     key: key.clone(),
                     version,
                     value: value.clone(),
                     indexed: true,
                 }),
             };
-            let clash = index.insert(new.clone(), at);
+            let clash = index.entries.insert(new.clone(), at);
             assert!(clash.is_none(), "unique index key used by two documents");
             *slot = Some((new.clone(), at));
         }
-        (None, Some(at)) => copies.release(at),
+        (None, Some(at)) => index.copies.release(at),
         (None, None) => {}
     }
 }
@@ -308,10 +329,12 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
         VersionedStore {
             docs: DocumentMap::new(),
             order: BTreeSet::new(),
-            index: BTreeMap::new(),
-            copies: Copies {
-                slots: Vec::new(),
-                free: Vec::new(),
+            index: SecondaryIndex {
+                entries: BTreeMap::new(),
+                copies: Copies {
+                    slots: Vec::new(),
+                    free: Vec::new(),
+                },
             },
             revision: 0,
             stats: StoreStats::default(),
@@ -362,19 +385,10 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                 e.value = value.clone();
                 e
             }
-            hash_map::Entry::Vacant(e) => {
-                let fresh = self.order.insert(key.clone());
-                assert!(fresh, "an ordered key without its document");
-                e.insert(Entry {
-                    version,
-                    value: value.clone(),
-                    index: None,
-                })
-            }
+            hash_map::Entry::Vacant(e) => create(&mut self.order, e, version, value),
         };
         reindex(
             &mut self.index,
-            &mut self.copies,
             key,
             &mut e.index,
             index.as_ref(),
@@ -409,19 +423,12 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                     }
                     hash_map::Entry::Vacant(e) => {
                         self.revision += 1;
-                        e.insert(Entry {
-                            version: self.revision,
-                            value: value.clone(),
-                            index: None,
-                        })
+                        create(&mut self.order, e, self.revision, value)
                     }
                 };
                 let version = self.revision;
-                let fresh = self.order.insert(key.clone());
-                assert!(fresh, "an ordered key without its document");
                 reindex(
                     &mut self.index,
-                    &mut self.copies,
                     key,
                     &mut e.index,
                     index.as_ref(),
@@ -451,7 +458,6 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                 e.value = value.clone();
                 reindex(
                     &mut self.index,
-                    &mut self.copies,
                     key,
                     &mut e.index,
                     index.as_ref(),
@@ -475,12 +481,13 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                         let ordered = self.order.remove(key);
                         assert!(ordered, "a document without its ordered key");
                         if let Some((index, at)) = entry.index {
-                            let removed = self.index.remove(&index);
+                            let removed = self.index.entries.remove(&index);
                             assert!(
-                                removed == Some(at) && self.copies.slots[at as usize].key == *key,
+                                removed == Some(at)
+                                    && self.index.copies.slots[at as usize].key == *key,
                                 "index entry missing on delete"
                             );
-                            self.copies.release(at);
+                            self.index.copies.release(at);
                         }
                         self.revision += 1;
                         (StoreReply::Deleted, before)
@@ -506,8 +513,8 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
             StoreRequest::ScanIndex { start, end, limit } => {
                 self.stats.index_scans += 1;
                 let (docs, more) = if start < end {
-                    let copies = &self.copies.slots;
-                    scan_from(&self.index, start, end, *limit, |_, at| {
+                    let copies = &self.index.copies.slots;
+                    scan_from(&self.index.entries, start, end, *limit, |_, at| {
                         let e = &copies[*at as usize];
                         debug_assert!(
                             e.indexed
