@@ -237,63 +237,63 @@ fn create<'a, K: Ord + Clone, V: Clone>(
     })
 }
 
-/// Move the index entry of the document at `key` from the index key in
-/// `slot` to `new` (either may be absent), refresh the copy it shows, and
-/// leave the new index key in `slot`.
-fn reindex<K: Ord + Clone, V: Clone>(
-    index: &mut SecondaryIndex<K, V>,
-    key: &K,
-    slot: &mut Option<(K, u32)>,
-    new: Option<&K>,
-    version: Version,
-    value: &V,
-) {
-    if let (Some((old, at)), Some(new)) = (slot.as_ref(), new)
-        && old == new
-    {
-        // The index entry under `new` names slot `at`: inserted under `new`
-        // naming `key` (an entry is never moved, only removed with its
-        // document's slot, which frees the copy).
-        let copy = &mut index.copies.slots[*at as usize];
-        assert!(copy.indexed, "index entry missing for a live document");
-        debug_assert!(
-            index.entries.get(new) == Some(at) && copy.key == *key,
-            "index entry names another document"
-        );
-        copy.version = version;
-        copy.value = value.clone();
-        return;
-    }
-    let kept = slot.take().map(|(old, at)| {
-        let removed = index.entries.remove(&old);
-        assert!(
-            removed == Some(at) && index.copies.slots[at as usize].key == *key,
-            "index entry missing for a live document"
-        );
-        at
-    });
-    match (new, kept) {
-        (Some(new), kept) => {
-            let at = match kept {
-                Some(at) => {
-                    let copy = &mut index.copies.slots[at as usize];
-                    copy.version = version;
-                    copy.value = value.clone();
-                    at
-                }
-                None => index.copies.add(Shown {
-                    key: key.clone(),
-                    version,
-                    value: value.clone(),
-                    indexed: true,
-                }),
-            };
-            let clash = index.entries.insert(new.clone(), at);
-            assert!(clash.is_none(), "unique index key used by two documents");
-            *slot = Some((new.clone(), at));
+impl<K: Ord + Clone, V: Clone> SecondaryIndex<K, V> {
+    /// Move the index entry of document `doc`, at `key`, from the index key
+    /// it has to `new` (either may be absent), and refresh the copy it shows
+    /// to the document's version and value, just written.
+    fn update(&mut self, key: &K, doc: &mut Entry<K, V>, new: Option<&K>) {
+        let Entry {
+            version,
+            value,
+            index: slot,
+        } = doc;
+        if let (Some((old, at)), Some(new)) = (slot.as_ref(), new)
+            && old == new
+        {
+            // The index entry under `new` names slot `at`: inserted under `new`
+            // naming `key` (an entry is never moved, only removed with its
+            // document's slot, which frees the copy).
+            let copy = &mut self.copies.slots[*at as usize];
+            assert!(copy.indexed, "index entry missing for a live document");
+            debug_assert!(
+                self.entries.get(new) == Some(at) && copy.key == *key,
+                "index entry names another document"
+            );
+            copy.version = *version;
+            copy.value = value.clone();
+            return;
         }
-        (None, Some(at)) => index.copies.release(at),
-        (None, None) => {}
+        let kept = slot.take().map(|(old, at)| {
+            let removed = self.entries.remove(&old);
+            assert!(
+                removed == Some(at) && self.copies.slots[at as usize].key == *key,
+                "index entry missing for a live document"
+            );
+            at
+        });
+        match (new, kept) {
+            (Some(new), kept) => {
+                let at = match kept {
+                    Some(at) => {
+                        let copy = &mut self.copies.slots[at as usize];
+                        copy.version = *version;
+                        copy.value = value.clone();
+                        at
+                    }
+                    None => self.copies.add(Shown {
+                        key: key.clone(),
+                        version: *version,
+                        value: value.clone(),
+                        indexed: true,
+                    }),
+                };
+                let clash = self.entries.insert(new.clone(), at);
+                assert!(clash.is_none(), "unique index key used by two documents");
+                *slot = Some((new.clone(), at));
+            }
+            (None, Some(at)) => self.copies.release(at),
+            (None, None) => {}
+        }
     }
 }
 
@@ -387,14 +387,7 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
             }
             hash_map::Entry::Vacant(e) => create(&mut self.order, e, version, value),
         };
-        reindex(
-            &mut self.index,
-            key,
-            &mut e.index,
-            index.as_ref(),
-            version,
-            value,
-        );
+        self.index.update(key, e, index.as_ref());
         version
     }
 
@@ -427,14 +420,7 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                     }
                 };
                 let version = self.revision;
-                reindex(
-                    &mut self.index,
-                    key,
-                    &mut e.index,
-                    index.as_ref(),
-                    version,
-                    value,
-                );
+                self.index.update(key, e, index.as_ref());
                 (StoreReply::Written { version }, None)
             }
             StoreRequest::PutIfVersion {
@@ -456,14 +442,7 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                 let version = self.revision;
                 e.version = version;
                 e.value = value.clone();
-                reindex(
-                    &mut self.index,
-                    key,
-                    &mut e.index,
-                    index.as_ref(),
-                    version,
-                    value,
-                );
+                self.index.update(key, e, index.as_ref());
                 (StoreReply::Written { version }, Some(before))
             }
             StoreRequest::PutUnconditional { key, value, index } => {
