@@ -142,6 +142,6 @@ pub fn shell_word(path: &Path) -> String {
 pub fn scenario_hash(scenario: &ValidScenario) -> String {
     format!(
         "{:016x}",
-        xxhash_rust::xxh3::xxh3_64(scenario.source.as_bytes())
+        twox_hash::XxHash3_64::oneshot(scenario.source.as_bytes())
     )
 }

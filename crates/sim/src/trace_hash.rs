@@ -11,7 +11,7 @@
 use crate::record::Actor;
 use leasehold_interface::{Document, RequestId, StoreReply, StoreRequest};
 use std::hash::{Hash, Hasher};
-use xxhash_rust::xxh3::Xxh3Default;
+use twox_hash::XxHash3_64;
 
 const BUFFER_BYTES: usize = 4096;
 const _: () = assert!(BUFFER_BYTES <= u16::MAX as usize, "the length is a u16");
@@ -24,7 +24,9 @@ const SMALL_MARKER: u8 = 0xff;
 pub(crate) use leasehold_interface::FixedBytes as Gather;
 
 pub struct TraceHasher {
-    inner: Xxh3Default,
+    /// twox-hash's xxh3: it picks AVX2 for the bulk stripes at run time
+    /// where the CPU has it (xxhash-rust picked SSE2 at compile time).
+    inner: XxHash3_64,
     buf: [u8; BUFFER_BYTES],
     /// Bytes buffered. A `u16`: a length known to be small, so `len + N`
     /// cannot overflow and the buffer's bounds checks fold into the one
@@ -35,7 +37,7 @@ pub struct TraceHasher {
 impl Default for TraceHasher {
     fn default() -> Self {
         TraceHasher {
-            inner: Xxh3Default::new(),
+            inner: XxHash3_64::with_seed(0),
             buf: [0; BUFFER_BYTES],
             len: 0,
         }
@@ -49,7 +51,7 @@ impl TraceHasher {
 
     #[cold]
     fn flush(&mut self) {
-        self.inner.update(&self.buf[..usize::from(self.len)]);
+        self.inner.write(&self.buf[..usize::from(self.len)]);
         self.len = 0;
     }
 
@@ -296,7 +298,7 @@ impl TraceHasher {
     fn write_past_buffer(&mut self, bytes: &[u8]) {
         self.flush();
         if bytes.len() > BUFFER_BYTES {
-            self.inner.update(bytes);
+            self.inner.write(bytes);
             return;
         }
         self.buf[..bytes.len()].copy_from_slice(bytes);
@@ -306,7 +308,7 @@ impl TraceHasher {
     /// The 64-bit digest, formatted by callers as 16 hex digits.
     pub fn digest(&mut self) -> u64 {
         self.flush();
-        self.inner.digest()
+        self.inner.finish()
     }
 }
 
@@ -321,8 +323,8 @@ enum Reply {
 impl Hasher for TraceHasher {
     fn finish(&self) -> u64 {
         let mut copy = self.inner.clone();
-        copy.update(&self.buf[..usize::from(self.len)]);
-        copy.digest()
+        copy.write(&self.buf[..usize::from(self.len)]);
+        copy.finish()
     }
 
     // Inlined: values that gather their bytes for one write (the protocol's
@@ -423,7 +425,7 @@ mod tests {
         e.write(&stream);
         assert_eq!(d.digest(), e.digest());
         // And it is plain xxh3 of the stream.
-        assert_eq!(d.digest(), xxhash_rust::xxh3::xxh3_64(&stream));
+        assert_eq!(d.digest(), XxHash3_64::oneshot(&stream));
         // Small slices (a protocol value's gathered bytes) across buffer
         // boundaries: the same stream.
         let mut f = TraceHasher::new();
@@ -433,7 +435,7 @@ mod tests {
             f.write(b);
             small.extend_from_slice(b);
         }
-        assert_eq!(f.digest(), xxhash_rust::xxh3::xxh3_64(&small));
+        assert_eq!(f.digest(), XxHash3_64::oneshot(&small));
         let mut c = TraceHasher::new();
         1u64.hash(&mut c);
         assert_ne!(c.digest(), TraceHasher::new().digest());
