@@ -201,27 +201,17 @@ impl<P: Copy> Outbox<P> {
         (!self.queued.is_empty()).then(|| self.queued.remove(0))
     }
 
+    /// Every queued output, in order, appended to `out`. An empty `out`
+    /// (the host's case after every input) and the queue change places
+    /// instead: the outputs are handed over without a copy, in one swap
+    /// (lending `out` to the queue for the input and taking it back cost
+    /// two).
     pub fn drain_into(&mut self, out: &mut Vec<LeaseOutput>) {
-        out.append(&mut self.queued);
-    }
-
-    /// Queue outputs straight into the host's `out` until `return_queue`:
-    /// the two vectors change places, so the outputs of one input are
-    /// written once, where the host reads them, rather than queued here and
-    /// then copied over. Anything already queued goes to `out` first, so the
-    /// order is that of `drain_into` after the input.
-    pub fn lend_queue(&mut self, out: &mut Vec<LeaseOutput>) {
-        if !self.queued.is_empty() {
+        if out.is_empty() {
+            std::mem::swap(&mut self.queued, out);
+        } else {
             out.append(&mut self.queued);
         }
-        std::mem::swap(&mut self.queued, out);
-    }
-
-    /// Give the host back its vector, now holding the outputs, and take our
-    /// own (empty) one back.
-    pub fn return_queue(&mut self, out: &mut Vec<LeaseOutput>) {
-        debug_assert!(out.is_empty());
-        std::mem::swap(&mut self.queued, out);
     }
 }
 
@@ -238,21 +228,23 @@ mod tests {
         })
     }
 
-    /// Queueing into a lent vector leaves the host with what `drain_into`
-    /// would have given it: its own outputs, then those queued before the
-    /// loan, then those queued during it.
+    /// A drain appends to what the host holds, and hands over the queue
+    /// whole when the host holds nothing; either way the queue is left empty.
     #[test]
-    fn a_lent_queue_ends_like_a_drain() {
+    fn a_drain_appends_or_hands_over() {
         let mut ours: Outbox<u64> = Outbox::new();
         ours.push(claimed(1));
         let mut out = vec![claimed(0)];
-        ours.lend_queue(&mut out);
-        assert!(out.is_empty());
+        ours.drain_into(&mut out);
+        assert_eq!(out, (0..2).map(claimed).collect::<Vec<_>>());
+        assert!(ours.queued.is_empty());
+        let mut out = Vec::with_capacity(3);
         ours.push(claimed(2));
         ours.push(claimed(3));
-        ours.return_queue(&mut out);
-        assert_eq!(out, (0..4).map(claimed).collect::<Vec<_>>());
+        ours.drain_into(&mut out);
+        assert_eq!(out, (2..4).map(claimed).collect::<Vec<_>>());
         assert!(ours.queued.is_empty());
+        assert_eq!(ours.queued.capacity(), 3, "the host's vector, in exchange");
     }
 
     /// The same answers as a map from request id to (purpose, deadline),

@@ -236,12 +236,11 @@ impl Worker {
         self.out.drain_into(out);
     }
 
-    /// `handle_input`, then `drain_outputs` into `out`, with the outputs
-    /// written straight into `out` instead of copied there.
+    /// `handle_input`, then `drain_outputs` into `out` (the host's empty
+    /// vector: the outputs change hands without a copy).
     pub fn step(&mut self, time: LocalTime, input: LeaseInput, out: &mut Vec<LeaseOutput>) {
-        self.out.lend_queue(out);
         self.handle_input(time, input);
-        self.out.return_queue(out);
+        self.out.drain_into(out);
     }
 
     fn variant(&self) -> Variant {
