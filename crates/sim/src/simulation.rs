@@ -846,8 +846,8 @@ impl<N: Node> Simulation<N> {
         slot.paused_until_us = None;
         let held = std::mem::take(&mut slot.held);
         self.fault(Fault::Resume { node }, observer);
-        for (output, decided_us) in held {
-            if self.send(node, incarnation, output, decided_us, observer) {
+        for (mut output, decided_us) in held {
+            if self.send(node, incarnation, &mut output, decided_us, observer) {
                 self.exit(node, incarnation, observer);
                 return;
             }
@@ -945,12 +945,11 @@ impl<N: Node> Simulation<N> {
             _ => (of, None),
         };
         let mut exit = false;
-        // Each output is moved out of its place (an `Exit` left behind, a
-        // tag write): cheaper than a `Drain` and its tail bookkeeping, on
-        // every step.
+        // Each output is sent from its place (a request moved out, an
+        // `Exit` left behind): cheaper than a `Drain` and its tail
+        // bookkeeping, and than a copy of each output on the stack.
         for place in out.iter_mut().take(leave as usize) {
-            let output = std::mem::replace(place, Output::Exit);
-            if self.send(node, incarnation, output, now_us, observer) {
+            if self.send(node, incarnation, place, now_us, observer) {
                 exit = true;
                 break;
             }
@@ -1018,7 +1017,9 @@ impl<N: Node> Simulation<N> {
         self.take_down(node, delay_us);
     }
 
-    /// Send one output of `node`. Returns `true` if it was `Exit`.
+    /// Send one output of `node`, read where it lies: a request is moved
+    /// out (straight into its event's slab cell), leaving `Exit` behind.
+    /// Returns `true` if it was `Exit`.
     ///
     /// Inlined into its two callers (a step's outputs, a pause's held
     /// ones): a third of the outputs are records (`Output::Event`), for which
@@ -1028,11 +1029,11 @@ impl<N: Node> Simulation<N> {
         &mut self,
         node: NodeId,
         incarnation: u32,
-        output: Output<N::Key, N::Value, N::Event>,
+        output: &mut Output<N::Key, N::Value, N::Event>,
         decided_us: u64,
         observer: &mut O,
     ) -> bool {
-        let (request, leg) = match &output {
+        let (request, leg) = match &*output {
             Output::Store { request, .. } => (*request, Leg::ToStore),
             Output::Effect { request, .. } => (*request, Leg::ToService),
             Output::Event(event) => {
@@ -1069,7 +1070,7 @@ impl<N: Node> Simulation<N> {
         // only on how many messages the node sent before it.
         let work_raw = slot.work_rng.random::<u64>();
         let now_us = self.now_us;
-        let tag = || message_tag(&output);
+        let tag = || message_tag(&*output);
         let fault = self
             .faults
             .message_fault(node, msg, leg, now_us, &mut slot.fault_rng, &tag);
@@ -1078,7 +1079,7 @@ impl<N: Node> Simulation<N> {
                 .message_fault(node, msg, reply_leg, now_us, &mut slot.fault_rng, &tag);
         let cut = slot.is_cut(leg);
         let actor = Actor::Node { node, incarnation };
-        let work_us = match &output {
+        let work_us = match &*output {
             Output::Effect { call, .. } => {
                 let spec = &self.services[call.service.0 as usize].spec;
                 let span_us = (spec.work_ms_max - spec.work_ms_min) * 1_000 + 1;
@@ -1151,23 +1152,34 @@ impl<N: Node> Simulation<N> {
         };
         match output {
             Output::Store { op, .. } => match copy_at {
+                // A duplicated message (rare): two clones; the output is
+                // dropped with the buffer.
                 Some(copy_at) => {
-                    let copy = op.clone();
-                    self.queue.push(first_at, Event::ToStore { env, op });
+                    self.queue.push(
+                        first_at,
+                        Event::ToStore {
+                            env,
+                            op: op.clone(),
+                        },
+                    );
                     self.queue.push(
                         copy_at,
                         Event::ToStore {
                             env: copy_env,
-                            op: copy,
+                            op: op.clone(),
                         },
                     );
                 }
-                // The common case: the request moves, no clone.
-                None => self
-                    .queue
-                    .push_with(first_at, || Event::ToStore { env, op }),
+                // The common case: the request moves from the output's
+                // place into its cell, no clone.
+                None => self.queue.push_with(first_at, || {
+                    let Output::Store { op, .. } = std::mem::replace(output, Output::Exit) else {
+                        unreachable!("matched a store request")
+                    };
+                    Event::ToStore { env, op }
+                }),
             },
-            Output::Effect { call, .. } => {
+            &mut Output::Effect { call, .. } => {
                 self.queue
                     .push_with(first_at, || Event::ToService { env, call });
                 if let Some(copy_at) = copy_at {
