@@ -201,6 +201,10 @@ pub type NodeFactory<N> = Box<dyn FnMut(NodeId, u32) -> N>;
 /// The `i`-th write of the workload: when it reaches the store, and what it is.
 pub type WorkloadFn<K, V> = Box<dyn FnMut(u64) -> (u64, StoreRequest<K, V>)>;
 
+/// The most documents [`Simulation::set_workload`] makes room for in the
+/// store up front (a million tasks' worth).
+const WORKLOAD_DOCUMENTS_RESERVED: u64 = 1 << 20;
+
 struct Workload<K, V> {
     count: u64,
     /// Index of the next arrival to queue.
@@ -472,6 +476,12 @@ impl<N: Node> Simulation<N> {
     pub fn set_workload(&mut self, count: u64, arrival: WorkloadFn<N::Key, N::Value>) {
         assert!(self.workload.is_none(), "the workload is set once");
         let first_seq = self.queue.reserve_seqs(count);
+        // Each arrival is a write, most often one creating its document:
+        // room for them up front (up to a bound, for a workload that
+        // rewrites a few documents many times).
+        self.store.reserve(
+            usize::try_from(count.min(WORKLOAD_DOCUMENTS_RESERVED)).expect("2^20 fits a usize"),
+        );
         self.workload = Some(Workload {
             count,
             next: 0,
