@@ -39,6 +39,36 @@ const NO_KEY: Key = Key {
     seq_slot: u64::MAX,
 };
 
+/// A queue's first order ([`EventQueue::first_order`],
+/// [`TimerQueue::first_order`]) when it is empty: `NO_KEY`'s, after every
+/// real key's.
+pub(crate) const EMPTY_ORDER: u128 = u128::MAX;
+
+/// The time of a key's `order` (its high word).
+#[inline(always)]
+pub(crate) fn order_time_us(order: u128) -> u64 {
+    (order >> 64) as u64
+}
+
+/// The slot (in the timer heap, the node) of a key's `order`.
+#[inline(always)]
+pub(crate) fn order_slot(order: u128) -> u32 {
+    (order as u64 & (MAX_QUEUED as u64 - 1)) as u32
+}
+
+/// `order` is `EMPTY_ORDER`: its low word alone tells (a real key's
+/// sequence bits are below `MAX_SEQ`), one compare.
+#[inline(always)]
+pub(crate) fn order_is_empty(order: u128) -> bool {
+    order as u64 == NO_KEY.seq_slot
+}
+
+/// The sequence number of a key's `order` (`MAX_SEQ` for `EMPTY_ORDER`).
+#[inline(always)]
+pub(crate) fn order_seq(order: u128) -> u64 {
+    order as u64 >> SLOT_BITS
+}
+
 impl Key {
     /// Not `NO_KEY` (a real key's sequence bits are below `MAX_SEQ`).
     #[inline(always)]
@@ -356,6 +386,19 @@ impl<T> EventQueue<T> {
         }
     }
 
+    /// The next event's key as one integer (`Key::order`: time, then
+    /// sequence, then slot bits that never decide), `EMPTY_ORDER` when
+    /// nothing is queued: the run loop compares it with the timers' in one
+    /// compare, with no `Option`s to unpack.
+    #[inline(always)]
+    pub(crate) fn first_order(&self) -> u128 {
+        if self.front.is_some() {
+            self.front.order()
+        } else {
+            self.heap.first().map_or(EMPTY_ORDER, Key::order)
+        }
+    }
+
     #[inline]
     pub fn peek_time_us(&self) -> Option<u64> {
         self.first().map(|k| k.time_us)
@@ -476,6 +519,14 @@ impl TimerQueue {
         self.take(at as usize);
     }
 
+    /// The earliest timer's key as one integer (see
+    /// [`EventQueue::first_order`]; its slot bits name the node),
+    /// `EMPTY_ORDER` when none is armed.
+    #[inline(always)]
+    pub(crate) fn first_order(&self) -> u128 {
+        self.heap.first().map_or(EMPTY_ORDER, Key::order)
+    }
+
     /// The earliest timer: `(time_us, seq, node)`.
     #[inline]
     pub fn peek(&self) -> Option<(u64, u64, u32)> {
@@ -549,6 +600,31 @@ impl Default for TimerQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn first_order_agrees_with_peeks() {
+        let mut q = EventQueue::new(100);
+        let mut t = TimerQueue::new();
+        t.add_node(0);
+        assert!(order_is_empty(q.first_order()) && order_is_empty(t.first_order()));
+        assert_eq!(order_seq(q.first_order()), MAX_SEQ);
+        for time_us in [7, 3, 3, 9] {
+            q.push(time_us, ());
+            let (time_us, seq) = q.peek_order().expect("queued");
+            let first = q.first_order();
+            assert!(!order_is_empty(first));
+            assert_eq!((order_time_us(first), order_seq(first)), (time_us, seq));
+        }
+        let seq = q.next_seq();
+        t.set(0, 4, seq);
+        let first = t.first_order();
+        assert_eq!(
+            (order_time_us(first), order_seq(first), order_slot(first)),
+            t.peek().expect("armed")
+        );
+        // The events at 3 order before the timer at 4, in one compare.
+        assert!(q.first_order() < first);
+    }
 
     #[test]
     fn pops_in_time_then_insertion_order() {

@@ -13,7 +13,9 @@ use crate::faults::{
     MAX_FAULTS_PER_RUN, MessageAction, OutageMode, StepFault,
 };
 use crate::node::{Node, NodeId, NodeSpec};
-use crate::queue::{EventQueue, PoppedSlot, TimerQueue};
+use crate::queue::{
+    EventQueue, PoppedSlot, TimerQueue, order_is_empty, order_seq, order_slot, order_time_us,
+};
 use crate::record::{Actor, InputSummary, LossReason, Observer, Record, RecordKind};
 use crate::rng::{Concern, RngStreams, halves, in_range};
 use crate::services::{EffectService, ServiceSpec};
@@ -556,21 +558,26 @@ impl<N: Node> Simulation<N> {
             .push(self.config.fault_phase_end_us, Event::HealPhase);
         let limits = self.config.limits;
         let stop = loop {
-            // The next of the events and the timers, by (time, sequence).
-            let next_event = self.queue.peek_order();
-            let next_timer = self.timers.peek();
-            let (next_us, timer_first) = match (next_event, next_timer) {
-                (None, None) => break StopReason::Quiescent,
-                (Some((time_us, _)), None) => (time_us, false),
-                (None, Some((time_us, _, _))) => (time_us, true),
-                (Some(event), Some((time_us, seq, _))) => {
-                    // Not `assert_ne!`: its operands, kept for its message,
-                    // were stored to the stack before every compare.
-                    assert!(event != (time_us, seq), "sequence numbers are unique");
-                    let timer_first = (time_us, seq) < event;
-                    (if timer_first { time_us } else { event.0 }, timer_first)
-                }
-            };
+            // The next of the events and the timers, by (time, sequence):
+            // each queue's first key as one integer (`EMPTY_ORDER` when
+            // empty, after every real key), one compare, no `Option`s.
+            let next_event = self.queue.first_order();
+            let next_timer = self.timers.first_order();
+            let timer_first = next_timer < next_event;
+            // A timer first is a real one; else the event decides, and
+            // is empty only when both are.
+            if !timer_first && order_is_empty(next_event) {
+                break StopReason::Quiescent;
+            }
+            // At least one is real, so the two sequence numbers differ
+            // (an empty queue's is `MAX_SEQ`, no key's). Not `assert_ne!`:
+            // its operands, kept for its message, were stored to the stack
+            // before every compare.
+            assert!(
+                order_seq(next_event) != order_seq(next_timer),
+                "sequence numbers are unique"
+            );
+            let next_us = order_time_us(if timer_first { next_timer } else { next_event });
             if next_us > limits.max_sim_time_us {
                 self.now_us = limits.max_sim_time_us;
                 break StopReason::TimeLimit;
@@ -590,10 +597,9 @@ impl<N: Node> Simulation<N> {
             self.events += 1;
             if timer_first {
                 // The timer stays armed while it fires (see `fire_timer`).
-                let (time_us, _, node) = next_timer.expect("peeked");
-                assert!(time_us >= self.now_us, "time went backwards");
-                self.now_us = time_us;
-                self.fire_timer(NodeId(node), observer);
+                assert!(next_us >= self.now_us, "time went backwards");
+                self.now_us = next_us;
+                self.fire_timer(NodeId(order_slot(next_timer)), observer);
                 continue;
             }
             let (time_us, slot) = self.queue.pop_slot().expect("peeked");
