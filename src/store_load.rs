@@ -3,7 +3,7 @@
 
 use leasehold_check::NodeRole;
 use leasehold_interface::{Document, StoreRequest};
-use leasehold_protocol::{DocKey, DocValue, LeaseEvent, TaskState};
+use leasehold_protocol::{DocKey, DocValue, LeaseEvent, TaskDoc, TaskState};
 use leasehold_sim::{Actor, Observer, Record, RecordKind};
 use serde::Serialize;
 
@@ -114,23 +114,29 @@ impl StoreLoadCounter<'_> {
                     l.heartbeat_writes += 1
                 }
                 (DocKey::Member { .. } | DocKey::TaskLease { .. }, _) => l.mark_dead_writes += 1,
-                (DocKey::Task { .. }, DocValue::Task(t)) => match (actor, t.state) {
-                    (Actor::External, _) => l.task_creates += 1,
-                    (_, TaskState::Pending) => l.requeues += 1,
-                    (_, TaskState::Done) => l.completions += 1,
-                    // Progress always records one more step than the
-                    // document held; a claim (landed or not) never does.
-                    (_, TaskState::Running)
-                        if before
-                            .and_then(|b| b.value.as_task())
-                            .is_some_and(|b| t.steps_done > b.steps_done) =>
-                    {
-                        l.progress_writes += 1
-                    }
-                    (_, TaskState::Running) => l.claims += 1,
-                },
+                (DocKey::Task { .. }, DocValue::Task(t)) => {
+                    self.task_write(actor, t, before.and_then(|b| b.value.as_task()))
+                }
                 _ => {}
             },
+        }
+    }
+
+    /// A write of task document `t` over `before`, landed or not: what
+    /// [`StoreLoadCounter::store`] does with one.
+    #[inline(always)]
+    pub fn task_write(&mut self, actor: Actor, t: &TaskDoc, before: Option<&TaskDoc>) {
+        let l = &mut self.load;
+        match (actor, t.state) {
+            (Actor::External, _) => l.task_creates += 1,
+            (_, TaskState::Pending) => l.requeues += 1,
+            (_, TaskState::Done) => l.completions += 1,
+            // Progress always records one more step than the document
+            // held; a claim (landed or not) never does.
+            (_, TaskState::Running) if before.is_some_and(|b| t.steps_done > b.steps_done) => {
+                l.progress_writes += 1
+            }
+            (_, TaskState::Running) => l.claims += 1,
         }
     }
 }

@@ -763,6 +763,21 @@ impl LeaseChecker {
             return;
         };
         let before = before.and_then(|d| d.value.as_task());
+        self.task_write(time_us, actor, task, before, new);
+    }
+
+    /// An accepted write of task document `new` over `before`: what
+    /// [`Self::store`] does with one, for a host that already took the
+    /// record apart (the run's observer, which counts the same write).
+    #[inline(always)]
+    pub fn task_write(
+        &mut self,
+        time_us: u64,
+        actor: Actor,
+        task: TaskId,
+        before: Option<&TaskDoc>,
+        new: &TaskDoc,
+    ) {
         let writer = self.writer(actor);
         self.on_task_write(time_us, task, writer, before, new);
     }
