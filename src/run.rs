@@ -108,15 +108,10 @@ struct RunObserver<'a, 'b> {
     fault_kinds: Vec<(&'static str, u64)>,
     extra: Option<ExtraObserver<'b>>,
     /// No stop is due at or before this time: the simulator asks before
-    /// every event, and one compare answers most asks. Kept by
-    /// `refresh_stop_after` from the checker's two stop times, 0 (ask in
-    /// full) with an extra observer.
+    /// every event, and one compare answers most asks. The checker's
+    /// `stop_after_us`, copied by `refresh_stop_after` after each record
+    /// that can move it; 0 (ask in full) with an extra observer.
     stop_after_us: u64,
-    /// When the checker's tasks were last seen all done (the store record
-    /// that completed them): the checker's `all_done_at_us`.
-    all_done_at_us: Option<u64>,
-    tasks_total: u32,
-    grace_us: u64,
 }
 
 impl RunObserver<'_, '_> {
@@ -160,23 +155,17 @@ impl RunObserver<'_, '_> {
                 if let StoreReply::Written { .. } = reply {
                     self.checker
                         .task_write(record.time_us, actor, *task, before, new);
-                    // Only a task write moves the count of tasks done, and
-                    // the stop time moves only when all tasks become done
-                    // or stop being so.
-                    if (self.checker.tasks_done() == self.tasks_total)
-                        != self.all_done_at_us.is_some()
-                    {
-                        self.refresh_stop_after(record.time_us);
-                    }
+                    // Of the store records, only a task write moves the
+                    // count of tasks done, and so the stop time.
+                    self.refresh_stop_after();
                 }
             }
             _ => {
                 self.checker.store(record.time_us, actor, op, reply, before);
                 self.load.store(actor, op, before);
-                debug_assert_eq!(
-                    self.checker.tasks_done() == self.tasks_total,
-                    self.all_done_at_us.is_some(),
-                    "tasks done moved by a store record other than a task write"
+                debug_assert!(
+                    self.extra.is_some() || self.stop_after_us == self.checker.stop_after_us(),
+                    "the stop time moved by a store record other than a task write"
                 );
             }
         }
@@ -205,7 +194,7 @@ impl RunObserver<'_, '_> {
     fn other(&mut self, record: &Record<'_, DocKey, DocValue, LeaseEvent>) {
         self.checker.record(record);
         // The heal phase sets the checker's liveness deadline.
-        self.refresh_stop_after(record.time_us);
+        self.refresh_stop_after();
         if let RecordKind::Fault(fault) = &record.kind {
             // Names are string constants, nearly always found by address;
             // by content otherwise, so each kind has one entry however the
@@ -225,27 +214,14 @@ impl RunObserver<'_, '_> {
         self.extra(record);
     }
 
-    /// Bring `stop_after_us` up to date after the checker saw a record at
-    /// `time_us`. The checker stops a run once `now_us` is past the time
-    /// all tasks were done plus the grace, or past its liveness deadline:
-    /// the earlier of the two is when `should_stop` must ask it.
-    #[cold]
-    #[inline(never)]
-    fn refresh_stop_after(&mut self, time_us: u64) {
-        if self.checker.tasks_done() == self.tasks_total {
-            // The checker's `all_done_at_us` is the time of the record that
-            // completed the last task, so it is this one if none before was.
-            self.all_done_at_us.get_or_insert(time_us);
-        } else {
-            self.all_done_at_us = None;
-        }
-        let grace_over_after = self.all_done_at_us.map_or(u64::MAX, |t| t + self.grace_us);
-        let deadline = self.checker.deadline_us().unwrap_or(u64::MAX);
+    /// Bring `stop_after_us` up to date after the checker saw a record.
+    #[inline(always)]
+    fn refresh_stop_after(&mut self) {
         // An extra observer may end the run at any time: always ask.
         self.stop_after_us = if self.extra.is_some() {
             0
         } else {
-            grace_over_after.min(deadline)
+            self.checker.stop_after_us()
         };
     }
 
@@ -588,21 +564,15 @@ fn simulate_inner(
             .collect(),
         grace_ms: bound.detect_ms,
     };
-    let tasks_total = check_config.tasks_total;
-    let grace_us = check_config.grace_ms * 1_000;
     let mut observer = RunObserver {
         checker: LeaseChecker::new(check_config),
         load: StoreLoadCounter::new(roles),
         fault_kinds: Vec::new(),
         extra,
         stop_after_us: 0,
-        all_done_at_us: None,
-        tasks_total,
-        grace_us,
     };
-    // From the checker's state before any record (no tasks at all are
-    // done from the start).
-    observer.refresh_stop_after(0);
+    // From the checker's state before any record.
+    observer.refresh_stop_after();
     let mut stats = sim.run(&mut observer);
     let fault_plan = std::mem::take(&mut stats.plan);
     let plan_decided = std::mem::take(&mut stats.plan_decided);

@@ -164,6 +164,10 @@ pub struct LeaseChecker {
     all_done_at_us: Option<u64>,
     heal_at_us: Option<u64>,
     deadline_us: Option<u64>,
+    /// `stop_after_us`'s answer, kept by `keep_stop_after` whenever
+    /// `all_done_at_us` or `deadline_us` moves: the run's observer copies
+    /// it after every task write.
+    stop_after_us: u64,
     finished: bool,
 }
 
@@ -220,6 +224,7 @@ impl LeaseChecker {
             all_done_at_us: None,
             heal_at_us: None,
             deadline_us: None,
+            stop_after_us: u64::MAX,
             finished: false,
         }
     }
@@ -230,6 +235,23 @@ impl LeaseChecker {
 
     pub fn deadline_us(&self) -> Option<u64> {
         self.deadline_us
+    }
+
+    /// No stop is due at or before this time: the run stops once past the
+    /// grace after all tasks were done, or past the liveness deadline,
+    /// whichever comes first (`u64::MAX` while neither is set). It moves
+    /// only when the tasks become all done (or stop being so) and when the
+    /// heal phase sets the deadline.
+    #[inline]
+    pub fn stop_after_us(&self) -> u64 {
+        self.stop_after_us
+    }
+
+    fn keep_stop_after(&mut self) {
+        let grace_over_after = self
+            .all_done_at_us
+            .map_or(u64::MAX, |t| t + self.cfg.grace_ms * 1_000);
+        self.stop_after_us = grace_over_after.min(self.deadline_us.unwrap_or(u64::MAX));
     }
 
     /// Counts of every violation found, including those not kept in full.
@@ -440,10 +462,12 @@ impl LeaseChecker {
             self.done += 1;
             if self.done == self.cfg.tasks_total {
                 self.all_done_at_us = Some(time_us);
+                self.keep_stop_after();
             }
         } else if was_done && new.state != TaskState::Done {
             self.done -= 1;
             self.all_done_at_us = None;
+            self.keep_stop_after();
         }
         let track = self.track(task).expect("checked");
         if track.doc.is_none_or(|d| d.epoch != new.epoch) {
@@ -614,6 +638,7 @@ impl LeaseChecker {
         let start_us = time_us.max(self.cfg.last_arrival_ms * 1_000);
         let deadline_us = self.cfg.liveness.deadline_us(start_us, unfinished);
         self.deadline_us = Some(deadline_us.expect("liveness deadline past u64 µs"));
+        self.keep_stop_after();
     }
 
     /// Judge what can only be judged at the end. Call once, after the run.
@@ -827,9 +852,6 @@ impl Observer<DocKey, DocValue, LeaseEvent> for LeaseChecker {
     }
 
     fn should_stop(&self, now_us: u64) -> bool {
-        let grace_over = self
-            .all_done_at_us
-            .is_some_and(|t| now_us > t + self.cfg.grace_ms * 1_000);
-        grace_over || self.deadline_us.is_some_and(|d| now_us > d)
+        now_us > self.stop_after_us()
     }
 }
