@@ -69,6 +69,17 @@ impl<K, V> Copies<K, V> {
         }
     }
 
+    /// Refresh the copy in slot `at` to its document's version and value,
+    /// just written.
+    fn refresh(&mut self, at: u32, version: Version, value: &V)
+    where
+        V: Clone,
+    {
+        let copy = &mut self.slots[at as usize];
+        copy.version = version;
+        copy.value = value.clone();
+    }
+
     /// Free the slot `at` once its index entry is gone.
     fn release(&mut self, at: u32) {
         self.slots[at as usize].indexed = false;
@@ -222,6 +233,14 @@ fn documents_from<'a, K: Ord + Hash, V>(
     start: &K,
 ) -> impl Iterator<Item = (&'a K, &'a Entry<K, V>)> {
     let keys: btree_set::Range<'a, K> = order.range((Bound::Included(start), Bound::Unbounded));
+    with_documents(docs, keys)
+}
+
+/// Each of `keys` (from `order`) with its document.
+fn with_documents<'a, K: Ord + Hash, V>(
+    docs: &'a DocumentMap<K, V>,
+    keys: impl Iterator<Item = &'a K>,
+) -> impl Iterator<Item = (&'a K, &'a Entry<K, V>)> {
     keys.map(|k| (k, docs.get(k).expect("an ordered key without its document")))
 }
 
@@ -257,14 +276,13 @@ impl<K: Ord + Clone, V: Clone> SecondaryIndex<K, V> {
             // The index entry under `new` names slot `at`: inserted under `new`
             // naming `key` (an entry is never moved, only removed with its
             // document's slot, which frees the copy).
-            let copy = &mut self.copies.slots[*at as usize];
+            let copy = &self.copies.slots[*at as usize];
             assert!(copy.indexed, "index entry missing for a live document");
             debug_assert!(
                 self.entries.get(new) == Some(at) && copy.key == *key,
                 "index entry names another document"
             );
-            copy.version = *version;
-            copy.value = value.clone();
+            self.copies.refresh(*at, *version, value);
             return;
         }
         let kept = slot.take().map(|(old, at)| {
@@ -279,9 +297,7 @@ impl<K: Ord + Clone, V: Clone> SecondaryIndex<K, V> {
             (Some(new), kept) => {
                 let at = match kept {
                     Some(at) => {
-                        let copy = &mut self.copies.slots[at as usize];
-                        copy.version = *version;
-                        copy.value = value.clone();
+                        self.copies.refresh(at, *version, value);
                         at
                     }
                     None => self.copies.add(Shown {
@@ -370,14 +386,7 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
 
     /// Every document in key order (for end-of-run inspection).
     pub fn documents(&self) -> impl Iterator<Item = Document<K, V>> + '_ {
-        self.order.iter().map(|k| {
-            document(
-                k,
-                self.docs
-                    .get(k)
-                    .expect("an ordered key without its document"),
-            )
-        })
+        with_documents(&self.docs, self.order.iter()).map(|(k, e)| document(k, e))
     }
 
     fn next_version(&mut self) -> Version {
