@@ -14,6 +14,8 @@
 //! arrivals then waits outside the queue and enters it one arrival at a time,
 //! in exactly the order it would have had if all were pushed up front.
 
+use std::hint::select_unpredictable;
+
 /// Bits of a key's second word that name the slab slot (in the timer heap,
 /// the node); the rest hold the sequence number. Sequence numbers are unique, so the slot bits below them
 /// never decide an order.
@@ -117,13 +119,13 @@ fn min_child(heap: &[Key], first: usize) -> (usize, u128) {
             .expect("four children");
         let (o0, o1) = (kids[0].order(), kids[1].order());
         let (o2, o3) = (kids[2].order(), kids[3].order());
-        let (i01, o01) = if o1 < o0 { (1, o1) } else { (0, o0) };
-        let (i23, o23) = if o3 < o2 { (3, o3) } else { (2, o2) };
-        if o23 < o01 {
-            (first + i23, o23)
-        } else {
-            (first + i01, o01)
-        }
+        // Which child is smallest is a coin toss to the branch predictor:
+        // selects (conditional moves), not branches. The last one was a
+        // branch, mispredicted about every other level of every sift-down.
+        let (i01, o01) = select_unpredictable(o1 < o0, (1, o1), (0, o0));
+        let (i23, o23) = select_unpredictable(o3 < o2, (3, o3), (2, o2));
+        let (i, o) = select_unpredictable(o23 < o01, (i23, o23), (i01, o01));
+        (first + i, o)
     } else {
         // The last node's partial family: fewer than `ARITY` children.
         let mut child = first;
