@@ -11,7 +11,7 @@ use crate::store_load::{StoreLoad, StoreLoadCounter};
 use leasehold_check::{CheckConfig, Invariant, LeaseChecker, LivenessBound, NodeRole, Violation};
 use leasehold_interface::{StoreReply, StoreRequest};
 use leasehold_protocol::{
-    DocKey, DocValue, LeaseEvent, Owner, Reclaimer, TaskDoc, TaskId, Variant, Worker,
+    DocKey, DocValue, LeaseEvent, Owner, Reclaimer, TaskDoc, TaskId, Variant, Worker, task_write,
 };
 use leasehold_sim::{
     Concern, FaultPlan, FaultSource, NetworkSpec, NodeSpec, Observer, Record, RecordKind,
@@ -131,36 +131,22 @@ impl RunObserver<'_, '_> {
         else {
             unreachable!("a store record")
         };
-        match op {
+        match task_write(op) {
             // A task document written, the commonest record here: both
             // parts read the same fields, taken apart once.
-            StoreRequest::CreateIfAbsent {
-                key: DocKey::Task { task },
-                value: DocValue::Task(new),
-                ..
-            }
-            | StoreRequest::PutIfVersion {
-                key: DocKey::Task { task },
-                value: DocValue::Task(new),
-                ..
-            }
-            | StoreRequest::PutUnconditional {
-                key: DocKey::Task { task },
-                value: DocValue::Task(new),
-                ..
-            } => {
+            Some((task, new)) => {
                 let before = before.and_then(|d| d.value.as_task());
                 self.load.task_write(actor, new, before);
                 // The checker judges only the writes the store accepted.
                 if let StoreReply::Written { .. } = reply {
                     self.checker
-                        .task_write(record.time_us, actor, *task, before, new);
+                        .task_write(record.time_us, actor, task, before, new);
                     // Of the store records, only a task write moves the
                     // count of tasks done, and so the stop time.
                     self.refresh_stop_after();
                 }
             }
-            _ => {
+            None => {
                 self.checker.store(record.time_us, actor, op, reply, before);
                 self.load.store(actor, op, before);
                 debug_assert!(

@@ -2,7 +2,9 @@
 
 use crate::invariant::{Invariant, Violation};
 use leasehold_interface::{Document, EffectReply, EffectRequest, StoreReply, StoreRequest};
-use leasehold_protocol::{DocKey, DocValue, LeaseEvent, Owner, TaskDoc, TaskId, TaskState};
+use leasehold_protocol::{
+    DocKey, DocValue, LeaseEvent, Owner, TaskDoc, TaskId, TaskState, task_write,
+};
 use leasehold_sim::{Actor, NodeId, Observer, Record, RecordKind};
 use serde::Serialize;
 
@@ -766,29 +768,26 @@ impl LeaseChecker {
     ) {
         // The reply first: it turns most records (reads, scans, refused
         // writes) away in one test.
-        let deleted = match (op, reply) {
-            (_, StoreReply::Written { .. }) => false,
-            (StoreRequest::DeleteIfVersion { .. }, StoreReply::Deleted) => true,
-            _ => return,
-        };
-        let Some(task) = op.key().and_then(task_of_key) else {
-            return;
-        };
-        if deleted {
-            let writer = self.writer(actor);
-            self.report(
-                Invariant::NoLostTask,
-                time_us,
-                Some(task),
-                format_args!("task {} was deleted by {:?}", task.0, writer),
-            );
-            return;
+        match (op, reply) {
+            (_, StoreReply::Written { .. }) => {
+                if let Some((task, new)) = task_write(op) {
+                    let before = before.and_then(|d| d.value.as_task());
+                    self.task_write(time_us, actor, task, before, new);
+                }
+            }
+            (StoreRequest::DeleteIfVersion { key, .. }, StoreReply::Deleted) => {
+                if let Some(task) = task_of_key(key) {
+                    let writer = self.writer(actor);
+                    self.report(
+                        Invariant::NoLostTask,
+                        time_us,
+                        Some(task),
+                        format_args!("task {} was deleted by {:?}", task.0, writer),
+                    );
+                }
+            }
+            _ => {}
         }
-        let Some(new) = op.value().and_then(|v| v.as_task()) else {
-            return;
-        };
-        let before = before.and_then(|d| d.value.as_task());
-        self.task_write(time_us, actor, task, before, new);
     }
 
     /// An accepted write of task document `new` over `before`: what

@@ -3,6 +3,7 @@
 //! Key order matters: scans are key ranges. All heartbeat documents sort
 //! before all task documents; index keys live in their own ranges.
 
+use leasehold_interface::StoreRequest;
 use serde::{Deserialize, Serialize};
 use std::hash::{Hash, Hasher};
 
@@ -230,6 +231,32 @@ pub enum DocValue {
     Member(MemberDoc),
     Task(TaskDoc),
     TaskLease(TaskLeaseDoc),
+}
+
+/// The task document a store request writes, and its task: a create or a
+/// put of a `DocValue::Task` under a `DocKey::Task` (`None` for any other
+/// request). Observers that judge or count task writes take a request
+/// apart here, in one match.
+#[inline(always)]
+pub fn task_write(op: &StoreRequest<DocKey, DocValue>) -> Option<(TaskId, &TaskDoc)> {
+    match op {
+        StoreRequest::CreateIfAbsent {
+            key: DocKey::Task { task },
+            value: DocValue::Task(new),
+            ..
+        }
+        | StoreRequest::PutIfVersion {
+            key: DocKey::Task { task },
+            value: DocValue::Task(new),
+            ..
+        }
+        | StoreRequest::PutUnconditional {
+            key: DocKey::Task { task },
+            value: DocValue::Task(new),
+            ..
+        } => Some((*task, new)),
+        _ => None,
+    }
 }
 
 impl DocValue {

@@ -27,6 +27,7 @@ pub mod worker;
 pub use config::{ConfigError, HeartbeatMode, ProtocolConfig};
 pub use docs::{
     DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId, TaskLeaseDoc, TaskState,
+    task_write,
 };
 pub use events::{FenceCause, LeaseEvent};
 pub use outbox::MAX_QUEUED_OUTPUTS;

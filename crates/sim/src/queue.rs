@@ -394,11 +394,7 @@ impl<T> EventQueue<T> {
     /// compare, with no `Option`s to unpack.
     #[inline(always)]
     pub(crate) fn first_order(&self) -> u128 {
-        if self.front.is_some() {
-            self.front.order()
-        } else {
-            self.heap.first().map_or(EMPTY_ORDER, Key::order)
-        }
+        self.first().map_or(EMPTY_ORDER, Key::order)
     }
 
     #[inline]
