@@ -288,7 +288,8 @@ impl DocValue {
 /// store record; `derive(Hash)` feeds them field by field, a buffered write
 /// (a bounds check, a store and a length update) per field. The hand-written
 /// `Hash` impls below gather the very bytes the derive gives the trace
-/// hasher (`leasehold_sim::TraceHasher`) and hand them over in one write:
+/// hasher (`leasehold_sim::TraceHasher`) and hand them over in one write
+/// (`DocKey`'s, hashed by the store's map too, in a few integer writes):
 /// fields little-endian at their widths, `bool` as one byte, and each enum
 /// discriminant (and `Option`'s) as the one byte that hasher writes for a
 /// `usize`/`isize` below 255. Any other hasher sees a different but equally
@@ -337,18 +338,44 @@ impl TaskState {
 }
 
 impl Hash for DocKey {
+    /// The derived bytes in integer writes, not one gathered write: the
+    /// documents' map hashes a key on every store request, and its hasher
+    /// read a gathered key back in wider loads than the bytes were stored
+    /// with, a store-forwarding stall on every probe. Integers reach it in
+    /// registers; the trace hasher appends the same bytes either way.
     #[inline(always)]
     fn hash<H: Hasher>(&self, state: &mut H) {
         match *self {
-            DocKey::Member { owner } => Pack::<9>::new().u8(0).owner(owner).write(state),
-            DocKey::Task { task } => Pack::<5>::new().u8(1).task(task).write(state),
-            DocKey::PendingIdx { task } => Pack::<5>::new().u8(2).task(task).write(state),
-            DocKey::OwnedIdx { owner, task } => {
-                Pack::<13>::new().u8(3).owner(owner).task(task).write(state)
+            DocKey::Member { owner } => {
+                state.write_u8(0);
+                state.write_u64(owner_bits(owner));
             }
-            DocKey::TaskLease { task } => Pack::<5>::new().u8(4).task(task).write(state),
+            DocKey::Task { task } => {
+                state.write_u8(1);
+                state.write_u32(task.0);
+            }
+            DocKey::PendingIdx { task } => {
+                state.write_u8(2);
+                state.write_u32(task.0);
+            }
+            DocKey::OwnedIdx { owner, task } => {
+                state.write_u8(3);
+                state.write_u64(owner_bits(owner));
+                state.write_u32(task.0);
+            }
+            DocKey::TaskLease { task } => {
+                state.write_u8(4);
+                state.write_u32(task.0);
+            }
         }
     }
+}
+
+/// An owner's two fields as one little-endian `u64`: the bytes of `worker`
+/// then `incarnation`, as `PackIds::owner` lays them out.
+#[inline(always)]
+fn owner_bits(o: Owner) -> u64 {
+    u64::from(o.worker) | (u64::from(o.incarnation) << 32)
 }
 
 impl Hash for DocValue {
