@@ -307,7 +307,7 @@ pub(crate) trait PackIds {
 impl<const N: usize> PackIds for Pack<N> {
     #[inline(always)]
     fn owner(&mut self, o: Owner) -> &mut Self {
-        self.u32(o.worker).u32(o.incarnation)
+        self.u64(owner_bits(o))
     }
 
     #[inline(always)]
@@ -371,8 +371,9 @@ impl Hash for DocKey {
     }
 }
 
-/// An owner's two fields as one little-endian `u64`: the bytes of `worker`
-/// then `incarnation`, as `PackIds::owner` lays them out.
+/// An owner's two fields as one `u64` whose little-endian bytes are
+/// `worker`'s then `incarnation`'s, as derived: the one layout of an owner
+/// in every hash, gathered (`PackIds::owner`) or written (`DocKey`).
 #[inline(always)]
 fn owner_bits(o: Owner) -> u64 {
     u64::from(o.worker) | (u64::from(o.incarnation) << 32)
