@@ -424,6 +424,8 @@ type Faults = Vec<(Fault, (u64, u64))>;
 /// How far from the time a fault struck a timed candidate may place it,
 /// before and after, in microseconds.
 const TIMED_WINDOW_US: (u64, u64) = (20_000, 2_000_000);
+/// A window no fault's time leaves: placed by its node and kind alone.
+const ANY_TIME: (u64, u64) = (u64::MAX, u64::MAX);
 
 impl Shrinker {
     fn out_of_budget(&self) -> bool {
@@ -489,11 +491,18 @@ impl Shrinker {
             return false;
         }
         // Placed by time, asking for the same kind of step or message.
+        self.try_timed(&valid, &faults, TIMED_WINDOW_US)
+    }
+
+    /// Run `faults` placed by time: each on the first step or message of
+    /// its node and kind within `(before, after)` of the time it struck
+    /// (`ANY_TIME`: whenever); keep the run if it still fails.
+    fn try_timed(&mut self, valid: &ValidScenario, faults: &Faults, window: (u64, u64)) -> bool {
         if self.out_of_budget() {
             return false;
         }
         self.candidates += 1;
-        let (before, after) = TIMED_WINDOW_US;
+        let (before, after) = window;
         let timed = faults
             .iter()
             .map(|(fault, (t, tag))| TimedFault {
@@ -503,7 +512,7 @@ impl Shrinker {
                 tag: Some(*tag),
             })
             .collect();
-        let outcome = simulate_timed(&valid, self.seed, self.variant, timed, None);
+        let outcome = simulate_timed(valid, self.seed, self.variant, timed, None);
         self.keep(valid.scenario.clone(), outcome)
     }
 
@@ -550,8 +559,17 @@ impl Shrinker {
                 if self.out_of_budget() {
                     return;
                 }
-                let subset = pick.iter().map(|i| all[*i]).collect();
-                if self.try_candidate(self.scenario.clone(), subset) {
+                let subset: Faults = pick.iter().map(|i| all[*i]).collect();
+                if self.try_candidate(self.scenario.clone(), subset.clone()) {
+                    return;
+                }
+                // Without the others, the run can take another course and
+                // reach the step or message a fault needs at another time,
+                // outside the timed window: placed on the first of its kind,
+                // whenever it comes.
+                if let Some(valid) = validate(self.scenario.clone())
+                    && self.try_timed(&valid, &subset, ANY_TIME)
+                {
                     return;
                 }
                 // The next k-subset of 0..len in lexicographic order.

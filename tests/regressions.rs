@@ -62,6 +62,25 @@ fn shrinking_keeps_the_invariant_and_makes_the_run_smaller() {
     assert!(leasehold::shrink::shrink(&scn, 1, Variant::Correct, Default::default()).is_err());
 }
 
+/// A fault that needs a kind of message (here, a service's reply lost,
+/// which a worker without a step deadline waits for forever) can find it
+/// at another time once the faults around it are gone: the shrinker also places each small subset's faults
+/// on the first step or message of their node and kind, whenever it comes.
+/// Before, this shrink stopped at 3 faults, 2 workers and 12 tasks.
+#[test]
+fn a_fault_that_needs_a_kind_of_message_finds_it_at_any_time() {
+    let scn = common::scenario("ambiguous-claim");
+    let variant = Variant::from_name("no-step-deadline").unwrap();
+    let f = leasehold::shrink::shrink(&scn, 1, variant, Default::default()).unwrap();
+    assert_eq!(f.invariant, "no-lost-task");
+    assert_eq!(
+        (f.shrunk.faults, f.shrunk.workers),
+        (1, 1),
+        "{:?}",
+        f.shrunk
+    );
+}
+
 /// What shrinking relies on when it places faults by time: a plan-driven run
 /// reports when each fault struck (and what it struck), and whatever a timed
 /// run injects, recorded as an ordinary plan, replays to the same run bit for
