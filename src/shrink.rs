@@ -548,6 +548,10 @@ impl Shrinker {
     /// most `SUBSET_LIMITS[k - 1]` faults (pairs are quadratic, triples cubic).
     fn small_subsets(&mut self) {
         const SUBSET_LIMITS: [usize; 3] = [usize::MAX, 40, 12];
+        // Only the plan changes here: the scenario is validated once.
+        let Some(valid) = validate(self.scenario.clone()) else {
+            return;
+        };
         let all = self.faults();
         let len = all.len();
         for (k, limit) in (1..).zip(SUBSET_LIMITS) {
@@ -567,9 +571,7 @@ impl Shrinker {
                 // reach the step or message a fault needs at another time,
                 // outside the timed window: placed on the first of its kind,
                 // whenever it comes.
-                if let Some(valid) = validate(self.scenario.clone())
-                    && self.try_timed(&valid, &subset, ANY_TIME)
-                {
+                if self.try_timed(&valid, &subset, ANY_TIME) {
                     return;
                 }
                 // The next k-subset of 0..len in lexicographic order.
