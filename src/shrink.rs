@@ -479,11 +479,19 @@ impl Shrinker {
         let Some(valid) = validate(scenario) else {
             return false;
         };
+        self.try_valid(&valid, &faults)
+    }
+
+    /// [`Shrinker::try_candidate`] on a scenario already validated.
+    fn try_valid(&mut self, valid: &ValidScenario, faults: &Faults) -> bool {
+        if self.out_of_budget() {
+            return false;
+        }
         self.candidates += 1;
         let plan = FaultPlan {
             faults: faults.iter().map(|(f, _)| *f).collect(),
         };
-        let outcome = simulate_with_plan(&valid, self.seed, self.variant, Some(plan), None);
+        let outcome = simulate_with_plan(valid, self.seed, self.variant, Some(plan), None);
         if self.keep(valid.scenario.clone(), outcome) {
             return true;
         }
@@ -491,7 +499,7 @@ impl Shrinker {
             return false;
         }
         // Placed by time, asking for the same kind of step or message.
-        self.try_timed(&valid, &faults, TIMED_WINDOW_US)
+        self.try_timed(valid, faults, TIMED_WINDOW_US)
     }
 
     /// Run `faults` placed by time: each on the first step or message of
@@ -564,7 +572,7 @@ impl Shrinker {
                     return;
                 }
                 let subset: Faults = pick.iter().map(|i| all[*i]).collect();
-                if self.try_candidate(self.scenario.clone(), subset.clone()) {
+                if self.try_valid(&valid, &subset) {
                     return;
                 }
                 // Without the others, the run can take another course and

@@ -64,9 +64,10 @@ fn shrinking_keeps_the_invariant_and_makes_the_run_smaller() {
 
 /// A fault that needs a kind of message (here, a service's reply lost,
 /// which a worker without a step deadline waits for forever) can find it
-/// at another time once the faults around it are gone: the shrinker also places each small subset's faults
-/// on the first step or message of their node and kind, whenever it comes.
-/// Before, this shrink stopped at 3 faults, 2 workers and 12 tasks.
+/// at another time once the faults around it are gone: the shrinker also
+/// places each small subset's faults on the first step or message of their
+/// node and kind, whenever it comes. Before, this shrink stopped at 3
+/// faults, 2 workers and 12 tasks.
 #[test]
 fn a_fault_that_needs_a_kind_of_message_finds_it_at_any_time() {
     let scn = common::scenario("ambiguous-claim");
