@@ -14,7 +14,9 @@
 //! the first step, or message of the same kind and key, near the time it
 //! struck in the run it came from. Whatever a candidate's run injected is
 //! what is kept, re-recorded in ordinary coordinates, so failure files hold
-//! ordinary plans.
+//! ordinary plans. Small subsets of the plan are also tried with each fault
+//! on the first step or message of its kind at any time, and a lone step
+//! fault on each step of its node and kind, nearest first.
 
 use crate::run::{RunOutcome, simulate, simulate_timed, simulate_with_plan};
 use crate::scenario::{Scenario, ValidScenario};
@@ -426,6 +428,11 @@ type Faults = Vec<(Fault, (u64, u64))>;
 const TIMED_WINDOW_US: (u64, u64) = (20_000, 2_000_000);
 /// A window no fault's time leaves: placed by its node and kind alone.
 const ANY_TIME: (u64, u64) = (u64::MAX, u64::MAX);
+/// A lone step fault is tried on at most this many other steps of its node
+/// and kind (see [`Shrinker::place_lone_fault`]), nearest to its time first.
+const PLACES_PER_LONE_FAULT: usize = 24;
+/// Lone faults are placed step by step only in plans of at most this many.
+const LONE_PLACEMENT_MAX_PLAN: usize = 40;
 
 impl Shrinker {
     fn out_of_budget(&self) -> bool {
@@ -524,6 +531,66 @@ impl Shrinker {
         self.keep(valid.scenario.clone(), outcome)
     }
 
+    /// Every step of the run of `valid` with `faults` at their exact
+    /// coordinates: its node, time and input's tag, in the order run.
+    fn steps_of(&self, valid: &ValidScenario, faults: &Faults) -> Vec<(NodeId, u64, u64)> {
+        use leasehold_protocol::{DocKey, DocValue, LeaseEvent};
+        use leasehold_sim::{Observer, Record, RecordKind};
+        struct Steps(Vec<(NodeId, u64, u64)>);
+        impl Observer<DocKey, DocValue, LeaseEvent> for Steps {
+            fn record(&mut self, r: &Record<'_, DocKey, DocValue, LeaseEvent>) {
+                if let RecordKind::Step { node, input, .. } = &r.kind {
+                    self.0.push((*node, r.time_us, input.fault_tag()));
+                }
+            }
+        }
+        let plan = FaultPlan {
+            faults: faults.iter().map(|(f, _)| *f).collect(),
+        };
+        let mut steps = Steps(Vec::new());
+        simulate_with_plan(valid, self.seed, self.variant, Some(plan), Some(&mut steps));
+        steps.0
+    }
+
+    /// A lone step fault (crash, pause, clock jump) that failed at its
+    /// coordinates, in its window and on the first step of its kind: tried on
+    /// each other step of its node and kind in the run without it (`steps`),
+    /// nearest to the time it struck first. Without the faults that brought
+    /// the run there, the moment it needs (a worker between two outputs of
+    /// one task's step, say) can come at any time.
+    fn place_lone_fault(
+        &mut self,
+        valid: &ValidScenario,
+        (fault, (struck_us, tag)): (Fault, (u64, u64)),
+        steps: &[(NodeId, u64, u64)],
+    ) -> bool {
+        if !matches!(
+            fault,
+            Fault::Crash { .. } | Fault::Pause { .. } | Fault::ClockJump { .. }
+        ) {
+            return false;
+        }
+        let node = fault.node().expect("a step fault names its node");
+        let mut places: Vec<u64> = steps
+            .iter()
+            .filter(|(n, _, t)| *n == node && *t == tag)
+            .map(|(_, time_us, _)| *time_us)
+            .collect();
+        places.sort_by_key(|time_us| (time_us.abs_diff(struck_us), *time_us));
+        places.dedup();
+        for time_us in places.into_iter().take(PLACES_PER_LONE_FAULT) {
+            if self.out_of_budget() {
+                return false;
+            }
+            // A window of one instant: this step, or another of its kind at
+            // the same time.
+            if self.try_timed(valid, &vec![(fault, (time_us, tag))], (0, 0)) {
+                return true;
+            }
+        }
+        false
+    }
+
     fn ddmin_plan(&mut self) {
         if !self.plan().is_empty() && self.try_candidate(self.scenario.clone(), Vec::new()) {
             return;
@@ -562,6 +629,9 @@ impl Shrinker {
         };
         let all = self.faults();
         let len = all.len();
+        // The steps of the run without faults, for lone faults placed step by
+        // step (asked for once, when first needed).
+        let mut steps = None;
         for (k, limit) in (1..).zip(SUBSET_LIMITS) {
             if k >= len || len > limit {
                 return;
@@ -581,6 +651,12 @@ impl Shrinker {
                 // whenever it comes.
                 if self.try_timed(&valid, &subset, ANY_TIME) {
                     return;
+                }
+                if k == 1 && len <= LONE_PLACEMENT_MAX_PLAN {
+                    let steps = steps.get_or_insert_with(|| self.steps_of(&valid, &Vec::new()));
+                    if self.place_lone_fault(&valid, subset[0], steps) {
+                        return;
+                    }
                 }
                 // The next k-subset of 0..len in lexicographic order.
                 let Some(i) = (0..k).rev().find(|i| pick[*i] < len - k + i) else {

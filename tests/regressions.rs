@@ -82,6 +82,26 @@ fn a_fault_that_needs_a_kind_of_message_finds_it_at_any_time() {
     );
 }
 
+/// A lone fault that needs one particular moment (here, a worker between
+/// recording a step's progress and calling its effect) may find it far from
+/// where it struck once the faults that led there are gone, and not on the
+/// first step of its kind either: the shrinker also tries it on each step of
+/// its node and kind, nearest first. Before, this shrink stopped at 2 faults
+/// and 3 tasks.
+#[test]
+fn a_lone_fault_is_tried_step_by_step() {
+    let scn = common::scenario("ambiguous-claim");
+    let variant = Variant::from_name("progress-before-effect").unwrap();
+    let f = leasehold::shrink::shrink(&scn, 1, variant, Default::default()).unwrap();
+    assert_eq!(f.invariant, "exactly-once-effects");
+    assert_eq!(
+        (f.shrunk.faults, f.shrunk.workers, f.shrunk.tasks),
+        (1, 1, 1),
+        "{:?}",
+        f.shrunk
+    );
+}
+
 /// What shrinking relies on when it places faults by time: a plan-driven run
 /// reports when each fault struck (and what it struck), and whatever a timed
 /// run injects, recorded as an ordinary plan, replays to the same run bit for

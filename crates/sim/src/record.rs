@@ -49,6 +49,18 @@ impl InputSummary {
             },
         }
     }
+
+    /// The kind of input, as a timed fault's tag names a step (see
+    /// `TimedFault`): a shrinker reads it from `Step` records to find the
+    /// steps a step fault could be placed on.
+    pub fn fault_tag(&self) -> u64 {
+        match self {
+            InputSummary::Start => 0,
+            InputSummary::Timeout => 1,
+            InputSummary::StoreReply { .. } => 2,
+            InputSummary::EffectReply { .. } => 3,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -1497,12 +1497,7 @@ pub fn queue_floor<K, V>(events: u64, depth: usize, seed: u64) -> u64 {
 
 /// What a step handles, for faults placed by time (`FaultSource::Timed`).
 fn input_tag<K, V>(input: &Input<K, V>) -> u64 {
-    match input {
-        Input::Start => 0,
-        Input::Timeout => 1,
-        Input::StoreReply { .. } => 2,
-        Input::EffectReply { .. } => 3,
-    }
+    InputSummary::of(input).fault_tag()
 }
 
 /// What a message asks, for faults placed by time: the kind of store request
