@@ -323,7 +323,7 @@ mod tests {
     fn line(seed: u64, invariants: &[&str]) -> String {
         let r = ResultLine {
             format: RESULTS_FORMAT.into(),
-            leasehold_version: "0.1.0".into(),
+            leasehold_version: crate::LEASEHOLD_VERSION.into(),
             scenario: "s".into(),
             scenario_hash: "00000000000000aa".into(),
             variant: "correct".into(),

@@ -15,7 +15,6 @@
 use crate::node::NodeId;
 use crate::rng::{Concern, RngStreams, halves, in_range, in_range_i64, ppm_roll};
 use rand::RngExt;
-use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -403,7 +402,7 @@ enum Mode {
         /// The end of the step-fault bands (crash, pause, clock jump): a
         /// roll at or past it is no fault.
         step_hit_end_ppm: u32,
-        per_node: Vec<ChaCha8Rng>,
+        per_node: Vec<crate::rng::NodeRng>,
         streams: RngStreams,
     },
     Plan {
@@ -659,11 +658,11 @@ impl FaultInjector {
         } = &mut self.mode
         {
             assert_eq!(per_node.len(), node.index(), "nodes register in order");
-            per_node.push(streams.stream(Concern::Faults, stream_id));
+            per_node.push(streams.node_stream(Concern::Faults, stream_id));
         }
     }
 
-    fn rng(per_node: &[ChaCha8Rng], node: NodeId) -> usize {
+    fn rng(per_node: &[crate::rng::NodeRng], node: NodeId) -> usize {
         assert!(
             node.index() < per_node.len(),
             "unregistered node {}",
@@ -791,7 +790,7 @@ impl FaultInjector {
         msg: u64,
         leg: Leg,
         now_us: u64,
-        rng: &mut ChaCha8Rng,
+        rng: &mut crate::rng::NodeRng,
         tag: &dyn Fn() -> u64,
     ) -> Option<MessageAction> {
         let in_phase = now_us < self.fault_phase_end_us;

@@ -25,7 +25,6 @@ use leasehold_interface::{
     EffectReply, EffectRequest, Input, Output, RequestId, StoreReply, StoreRequest,
 };
 use rand::RngExt;
-use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::hash::{Hash, Hasher};
@@ -169,10 +168,10 @@ struct Slot<N: Node> {
     held: Vec<HeldOutput<N>>,
     /// Active partitions per (link, direction) as counters (they may overlap).
     cut: [u32; 6],
-    net_rng: ChaCha8Rng,
-    fault_rng: ChaCha8Rng,
-    work_rng: ChaCha8Rng,
-    restart_rng: ChaCha8Rng,
+    net_rng: crate::rng::NodeRng,
+    fault_rng: crate::rng::NodeRng,
+    work_rng: crate::rng::NodeRng,
+    restart_rng: crate::rng::NodeRng,
 }
 
 fn cut_index(link: Link, direction: Direction) -> usize {
@@ -453,10 +452,10 @@ impl<N: Node> Simulation<N> {
             paused_until_us: None,
             held: Vec::new(),
             cut: [0; 6],
-            net_rng: self.streams.stream(Concern::Network, stream_id),
-            fault_rng: self.streams.stream(Concern::MessageFaults, stream_id),
-            work_rng: self.streams.stream(Concern::Services, stream_id),
-            restart_rng: self.streams.stream(Concern::Restarts, stream_id),
+            net_rng: self.streams.node_stream(Concern::Network, stream_id),
+            fault_rng: self.streams.node_stream(Concern::MessageFaults, stream_id),
+            work_rng: self.streams.node_stream(Concern::Services, stream_id),
+            restart_rng: self.streams.node_stream(Concern::Restarts, stream_id),
         });
         id
     }
