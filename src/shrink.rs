@@ -531,9 +531,10 @@ impl Shrinker {
         self.keep(valid.scenario.clone(), outcome)
     }
 
-    /// Every step of the run of `valid` with `faults` at their exact
-    /// coordinates: its node, time and input's tag, in the order run.
-    fn steps_of(&self, valid: &ValidScenario, faults: &Faults) -> Vec<(NodeId, u64, u64)> {
+    /// Every step of the run of `valid` without faults: its node, time and
+    /// input's tag, in the order run (as many as the run's events allow).
+    /// The run counts as a candidate, against the budget.
+    fn steps_without_faults(&mut self, valid: &ValidScenario) -> Vec<(NodeId, u64, u64)> {
         use leasehold_protocol::{DocKey, DocValue, LeaseEvent};
         use leasehold_sim::{Observer, Record, RecordKind};
         struct Steps(Vec<(NodeId, u64, u64)>);
@@ -544,10 +545,9 @@ impl Shrinker {
                 }
             }
         }
-        let plan = FaultPlan {
-            faults: faults.iter().map(|(f, _)| *f).collect(),
-        };
+        self.candidates += 1;
         let mut steps = Steps(Vec::new());
+        let plan = FaultPlan { faults: Vec::new() };
         simulate_with_plan(valid, self.seed, self.variant, Some(plan), Some(&mut steps));
         steps.0
     }
@@ -652,8 +652,11 @@ impl Shrinker {
                 if self.try_timed(&valid, &subset, ANY_TIME) {
                     return;
                 }
-                if k == 1 && len <= LONE_PLACEMENT_MAX_PLAN {
-                    let steps = steps.get_or_insert_with(|| self.steps_of(&valid, &Vec::new()));
+                if k == 1 && len <= LONE_PLACEMENT_MAX_PLAN && !self.out_of_budget() {
+                    if steps.is_none() {
+                        steps = Some(self.steps_without_faults(&valid));
+                    }
+                    let steps = steps.as_deref().expect("just set");
                     if self.place_lone_fault(&valid, subset[0], steps) {
                         return;
                     }
