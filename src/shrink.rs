@@ -532,24 +532,70 @@ impl Shrinker {
     }
 
     /// Every step of the run of `valid` without faults: its node, time and
-    /// input's tag, in the order run (as many as the run's events allow).
-    /// The run counts as a candidate, against the budget.
+    /// tag (`InputSummary::fault_tag`), in the order run (as many as the
+    /// run's events allow). The run counts as a candidate, against the
+    /// budget.
     fn steps_without_faults(&mut self, valid: &ValidScenario) -> Vec<(NodeId, u64, u64)> {
         use leasehold_protocol::{DocKey, DocValue, LeaseEvent};
-        use leasehold_sim::{Observer, Record, RecordKind};
-        struct Steps(Vec<(NodeId, u64, u64)>);
+        use leasehold_sim::{Actor, InputSummary, Observer, Record, RecordKind};
+        use std::collections::{BTreeMap, btree_map::Entry};
+        type Request = (NodeId, u32, leasehold_interface::RequestId);
+        #[derive(Default)]
+        struct Steps {
+            steps: Vec<(NodeId, u64, u64)>,
+            /// The tags of store replies on their way, by request: a step's
+            /// record names its reply's request, the store's record the reply.
+            /// A duplicated request is answered twice, first reply first.
+            replies: BTreeMap<Request, Vec<u64>>,
+        }
         impl Observer<DocKey, DocValue, LeaseEvent> for Steps {
             fn record(&mut self, r: &Record<'_, DocKey, DocValue, LeaseEvent>) {
-                if let RecordKind::Step { node, input, .. } = &r.kind {
-                    self.0.push((*node, r.time_us, input.fault_tag()));
+                match &r.kind {
+                    RecordKind::Store {
+                        actor: Actor::Node { node, incarnation },
+                        request,
+                        reply,
+                        ..
+                    } => {
+                        let summary = InputSummary::StoreReply { request: *request };
+                        let tag = summary.fault_tag(Some(*reply));
+                        let key = (*node, *incarnation, *request);
+                        self.replies.entry(key).or_default().push(tag);
+                    }
+                    RecordKind::Step {
+                        node,
+                        incarnation,
+                        input,
+                        ..
+                    } => {
+                        let tag = match input {
+                            InputSummary::StoreReply { request } => {
+                                let key = (*node, *incarnation, *request);
+                                match self.replies.entry(key) {
+                                    Entry::Occupied(mut tags) => {
+                                        // Present only while a reply is on its way.
+                                        let tag = tags.get_mut().remove(0);
+                                        if tags.get().is_empty() {
+                                            tags.remove();
+                                        }
+                                        tag
+                                    }
+                                    Entry::Vacant(_) => input.fault_tag::<DocKey, DocValue>(None),
+                                }
+                            }
+                            _ => input.fault_tag::<DocKey, DocValue>(None),
+                        };
+                        self.steps.push((*node, r.time_us, tag));
+                    }
+                    _ => {}
                 }
             }
         }
         self.candidates += 1;
-        let mut steps = Steps(Vec::new());
+        let mut steps = Steps::default();
         let plan = FaultPlan { faults: Vec::new() };
         simulate_with_plan(valid, self.seed, self.variant, Some(plan), Some(&mut steps));
-        steps.0
+        steps.steps
     }
 
     /// A lone step fault (crash, pause, clock jump) that failed at its

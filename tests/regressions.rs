@@ -86,7 +86,8 @@ fn a_fault_that_needs_a_kind_of_message_finds_it_at_any_time() {
 /// recording a step's progress and calling its effect) may find it far from
 /// where it struck once the faults that led there are gone, and not on the
 /// first step of its kind either: the shrinker also tries it on each step of
-/// its node and kind, nearest first. Before, this shrink stopped at 3 faults.
+/// its node and kind, nearest first. Without that, this shrink stops at 4
+/// faults.
 #[test]
 fn a_lone_fault_is_tried_step_by_step() {
     let scn = common::scenario("ambiguous-claim");

@@ -359,7 +359,7 @@ pub enum FaultSource {
 /// message fault at the node's first message on its leg sent in that window;
 /// the counters the fault carries are ignored. With a `tag`, only a step or
 /// message with that tag matches (see [`FaultInjector::decided`]: the kind
-/// of input for a step; the kind of request and its key, or the service,
+/// of input for a step, and of reply for a reply (`InputSummary::fault_tag`); the kind of request and its key, or the service,
 /// resource and step of an effect call, for a message). Time-based faults
 /// (crashes and pauses at set times, partitions, outages) keep their own
 /// time. A fault whose window passes without a match is not injected.

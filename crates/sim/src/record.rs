@@ -50,16 +50,32 @@ impl InputSummary {
         }
     }
 
-    /// The kind of input, as a timed fault's tag names a step (see
-    /// `TimedFault`): a shrinker reads it from `Step` records to find the
-    /// steps a step fault could be placed on.
-    pub fn fault_tag(&self) -> u64 {
-        match self {
-            InputSummary::Start => 0,
-            InputSummary::Timeout => 1,
-            InputSummary::StoreReply { .. } => 2,
-            InputSummary::EffectReply { .. } => 3,
-        }
+    /// How a timed fault's tag names a step (see `TimedFault`): the kind of
+    /// input in the low byte and, for a reply, the kind of reply in the next
+    /// (a reclaimer's step on the store's "written" is not its step on a
+    /// scan's page). `store_reply` is the reply when the input is a store's:
+    /// a `Step` record leaves it out, and a shrinker looking for the steps a
+    /// fault could be placed on finds it in the `Store` record of the same
+    /// request; without it the tag matches no step.
+    pub fn fault_tag<K, V>(&self, store_reply: Option<&StoreReply<K, V>>) -> u64 {
+        let (kind, reply) = match (self, store_reply) {
+            (InputSummary::Start, _) => (0, 0),
+            (InputSummary::Timeout, _) => (1, 0),
+            (InputSummary::StoreReply { .. }, None) => (2, 0),
+            (InputSummary::StoreReply { .. }, Some(reply)) => (
+                2,
+                match reply {
+                    StoreReply::Got { .. } => 1,
+                    StoreReply::Written { .. } => 2,
+                    StoreReply::Deleted => 3,
+                    StoreReply::Conflict { .. } => 4,
+                    StoreReply::Scanned { .. } => 5,
+                    StoreReply::Unavailable => 6,
+                },
+            ),
+            (InputSummary::EffectReply { reply, .. }, _) => (3, 1 + *reply as u64),
+        };
+        kind | reply << 8
     }
 }
 
@@ -298,4 +314,44 @@ pub struct NullObserver;
 
 impl<K, V, E> Observer<K, V, E> for NullObserver {
     fn record(&mut self, _record: &Record<'_, K, V, E>) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A timed fault's tag tells inputs apart by kind and, for replies, by
+    /// kind of reply; a store reply whose reply is unknown matches none.
+    #[test]
+    fn fault_tags_name_the_kind_of_input_and_of_reply() {
+        let reply = InputSummary::StoreReply {
+            request: RequestId(7),
+        };
+        let written: StoreReply<u64, u64> = StoreReply::Written { version: 3 };
+        let scanned: StoreReply<u64, u64> = StoreReply::Scanned {
+            docs: Vec::new(),
+            more: false,
+        };
+        let effect = |reply| InputSummary::EffectReply {
+            request: RequestId(7),
+            reply,
+        };
+        let tags = [
+            InputSummary::Start.fault_tag::<u64, u64>(None),
+            InputSummary::Timeout.fault_tag::<u64, u64>(None),
+            reply.fault_tag(Some(&written)),
+            reply.fault_tag(Some(&scanned)),
+            reply.fault_tag::<u64, u64>(None),
+            effect(EffectReply::Applied).fault_tag::<u64, u64>(None),
+            effect(EffectReply::Failed).fault_tag::<u64, u64>(None),
+        ];
+        for (i, a) in tags.iter().enumerate() {
+            for b in &tags[i + 1..] {
+                assert_ne!(a, b, "{tags:?}");
+            }
+        }
+        // The low byte is the kind of input alone.
+        assert_eq!(tags[2] & 0xff, tags[3] & 0xff);
+        assert_eq!(tags[5] & 0xff, 3);
+    }
 }

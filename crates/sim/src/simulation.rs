@@ -1496,7 +1496,11 @@ pub fn queue_floor<K, V>(events: u64, depth: usize, seed: u64) -> u64 {
 
 /// What a step handles, for faults placed by time (`FaultSource::Timed`).
 fn input_tag<K, V>(input: &Input<K, V>) -> u64 {
-    InputSummary::of(input).fault_tag()
+    let store_reply = match input {
+        Input::StoreReply { reply, .. } => Some(reply),
+        _ => None,
+    };
+    InputSummary::of(input).fault_tag(store_reply)
 }
 
 /// What a message asks, for faults placed by time: the kind of store request
