@@ -13,7 +13,7 @@
 //! node's message counter, leg), scheduled faults by simulated time.
 
 use crate::node::NodeId;
-use crate::rng::{Concern, RngStreams, halves, in_range, in_range_i64, ppm_roll};
+use crate::rng::{Concern, NodeRng, RngStreams, halves, in_range, in_range_i64, ppm_roll};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -358,9 +358,10 @@ pub enum FaultSource {
 /// clock jump) fires at the node's first step in `[from_us, to_us]`, a
 /// message fault at the node's first message on its leg sent in that window;
 /// the counters the fault carries are ignored. With a `tag`, only a step or
-/// message with that tag matches (see [`FaultInjector::decided`]: the kind
-/// of input for a step, and of reply for a reply (`InputSummary::fault_tag`); the kind of request and its key, or the service,
-/// resource and step of an effect call, for a message). Time-based faults
+/// message with that tag matches (see [`FaultInjector::decided`]: for a
+/// step, the kind of input and, for a reply, of reply
+/// (`InputSummary::fault_tag`); for a message, the kind of request and its
+/// key, or the service, resource and step of an effect call). Time-based faults
 /// (crashes and pauses at set times, partitions, outages) keep their own
 /// time. A fault whose window passes without a match is not injected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -402,7 +403,7 @@ enum Mode {
         /// The end of the step-fault bands (crash, pause, clock jump): a
         /// roll at or past it is no fault.
         step_hit_end_ppm: u32,
-        per_node: Vec<crate::rng::NodeRng>,
+        per_node: Vec<NodeRng>,
         streams: RngStreams,
     },
     Plan {
@@ -662,7 +663,7 @@ impl FaultInjector {
         }
     }
 
-    fn rng(per_node: &[crate::rng::NodeRng], node: NodeId) -> usize {
+    fn rng(per_node: &[NodeRng], node: NodeId) -> usize {
         assert!(
             node.index() < per_node.len(),
             "unregistered node {}",
@@ -790,7 +791,7 @@ impl FaultInjector {
         msg: u64,
         leg: Leg,
         now_us: u64,
-        rng: &mut crate::rng::NodeRng,
+        rng: &mut NodeRng,
         tag: &dyn Fn() -> u64,
     ) -> Option<MessageAction> {
         let in_phase = now_us < self.fault_phase_end_us;

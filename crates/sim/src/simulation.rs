@@ -17,7 +17,7 @@ use crate::queue::{
     EventQueue, PoppedSlot, TimerQueue, order_is_empty, order_seq, order_slot, order_time_us,
 };
 use crate::record::{Actor, InputSummary, LossReason, Observer, Record, RecordKind};
-use crate::rng::{Concern, RngStreams, halves, in_range};
+use crate::rng::{Concern, NodeRng, RngStreams, halves, in_range};
 use crate::services::{EffectService, ServiceSpec};
 use crate::store::{StoreStats, VersionedStore};
 use crate::trace_hash::{Gather, TraceHasher};
@@ -168,10 +168,10 @@ struct Slot<N: Node> {
     held: Vec<HeldOutput<N>>,
     /// Active partitions per (link, direction) as counters (they may overlap).
     cut: [u32; 6],
-    net_rng: crate::rng::NodeRng,
-    fault_rng: crate::rng::NodeRng,
-    work_rng: crate::rng::NodeRng,
-    restart_rng: crate::rng::NodeRng,
+    net_rng: NodeRng,
+    fault_rng: NodeRng,
+    work_rng: NodeRng,
+    restart_rng: NodeRng,
 }
 
 fn cut_index(link: Link, direction: Direction) -> usize {
