@@ -610,10 +610,7 @@ impl Shrinker {
         (fault, (struck_us, tag)): (Fault, (u64, u64)),
         steps: &[(NodeId, u64, u64)],
     ) -> bool {
-        if !matches!(
-            fault,
-            Fault::Crash { .. } | Fault::Pause { .. } | Fault::ClockJump { .. }
-        ) {
+        if !fault.is_step_fault() {
             return false;
         }
         let node = fault.node().expect("a step fault names its node");

@@ -187,6 +187,13 @@ impl Fault {
         )
     }
 
+    /// Whether this fault strikes one of a node's steps (a crash, a pause or
+    /// a clock jump at a step counter), read through the one list of them
+    /// the injector uses.
+    pub fn is_step_fault(&self) -> bool {
+        step_fault_of(self).is_some()
+    }
+
     /// The node this fault strikes, if it strikes one node.
     pub fn node(&self) -> Option<NodeId> {
         // `Fault` is `Copy`: read through the one list of node-bearing kinds.
