@@ -70,7 +70,7 @@ fn shrinking_keeps_the_invariant_and_makes_the_run_smaller() {
 /// faults.
 #[test]
 fn a_fault_that_needs_a_kind_of_message_finds_it_at_any_time() {
-    shrinks_to_one_fault_and_one_worker("completion-without-epoch-check", "done-is-final");
+    shrinks_to_one_fault_and_one_worker("completion-without-epoch-check", "done-is-final", 2);
 }
 
 /// A lone fault that needs one particular moment (here, a worker between
@@ -81,12 +81,13 @@ fn a_fault_that_needs_a_kind_of_message_finds_it_at_any_time() {
 /// faults.
 #[test]
 fn a_lone_fault_is_tried_step_by_step() {
-    shrinks_to_one_fault_and_one_worker("progress-before-effect", "exactly-once-effects");
+    shrinks_to_one_fault_and_one_worker("progress-before-effect", "exactly-once-effects", 1);
 }
 
 /// Shrink `variant`'s failure on ambiguous-claim seed 1: it must keep
-/// `invariant` and end at one fault and one worker.
-fn shrinks_to_one_fault_and_one_worker(variant: &str, invariant: &str) {
+/// `invariant` and end at one fault, one worker and at most `max_tasks`
+/// tasks.
+fn shrinks_to_one_fault_and_one_worker(variant: &str, invariant: &str, max_tasks: u32) {
     let scn = common::scenario("ambiguous-claim");
     let variant = Variant::from_name(variant).unwrap();
     let f = leasehold::shrink::shrink(&scn, 1, variant, Default::default()).unwrap();
@@ -97,6 +98,7 @@ fn shrinks_to_one_fault_and_one_worker(variant: &str, invariant: &str) {
         "{:?}",
         f.shrunk
     );
+    assert!(f.shrunk.tasks <= max_tasks, "{:?}", f.shrunk);
 }
 
 /// What shrinking relies on when it places faults by time: a plan-driven run
