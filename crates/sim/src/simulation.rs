@@ -882,16 +882,17 @@ impl<N: Node> Simulation<N> {
         observer: &mut O,
     ) {
         let now_us = self.now_us;
-        let (incarnation, node_step, targets) = {
-            let slot = &mut self.slots[node.index()];
-            assert!(slot.paused_until_us.is_none(), "stepping a paused node");
-            slot.steps += 1;
-            let targets = FaultTargets {
-                crashable: slot.spec.crashable,
-                pausable: slot.spec.pausable,
-            };
-            (slot.incarnation, slot.steps, targets)
+        // The node's slot, looked up once for the step's head: the fault
+        // roll, the clock and the node itself. Only the rare branches that
+        // need all of `self` end the borrow (and look it up again).
+        let mut slot = &mut self.slots[node.index()];
+        assert!(slot.paused_until_us.is_none(), "stepping a paused node");
+        slot.steps += 1;
+        let targets = FaultTargets {
+            crashable: slot.spec.crashable,
+            pausable: slot.spec.pausable,
         };
+        let (incarnation, node_step) = (slot.incarnation, slot.steps);
         let tag = || input_tag(&input);
         let fault = self
             .faults
@@ -911,7 +912,7 @@ impl<N: Node> Simulation<N> {
                 return;
             }
             Some(StepFault::ClockJump { delta_us }) => {
-                self.slots[node.index()].spec.clock.wall_offset_us += delta_us;
+                slot.spec.clock.wall_offset_us += delta_us;
                 self.fault(
                     Fault::ClockJump {
                         node,
@@ -920,10 +921,11 @@ impl<N: Node> Simulation<N> {
                     },
                     observer,
                 );
+                slot = &mut self.slots[node.index()];
             }
             _ => {}
         }
-        let local = self.slots[node.index()].spec.clock.read(now_us);
+        let local = slot.spec.clock.read(now_us);
         emit(
             &mut self.hasher,
             observer,
@@ -937,8 +939,7 @@ impl<N: Node> Simulation<N> {
         );
         let mut out = std::mem::take(&mut self.out_buf);
         debug_assert!(out.is_empty());
-        self.slots[node.index()]
-            .node
+        slot.node
             .as_mut()
             .expect("stepping a live node")
             .step(local, input, &mut out);
