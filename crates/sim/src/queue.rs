@@ -230,6 +230,20 @@ impl<T> EventQueue<T> {
         *cell = Some(make());
     }
 
+    /// [`EventQueue::push_with`] for a `fill` that writes the event into its
+    /// empty slab cell itself (given as an argument, so that a caller's
+    /// `#[inline(always)]` function can take the cell as a `&mut` parameter
+    /// of its own, known apart from its other places).
+    #[inline(always)]
+    pub(crate) fn push_in_place(&mut self, time_us: u64, fill: impl FnOnce(&mut Option<T>)) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        assert!(seq < MAX_SEQ, "sequence numbers exhausted");
+        let cell = self.insert(time_us, seq);
+        fill(&mut *cell);
+        debug_assert!(cell.is_some(), "a pushed event fills its cell");
+    }
+
     /// Reserve `count` sequence numbers for events pushed later with
     /// [`EventQueue::push_reserved`]; returns the first.
     pub fn reserve_seqs(&mut self, count: u64) -> u64 {

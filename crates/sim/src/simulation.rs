@@ -1193,12 +1193,9 @@ impl<N: Node> Simulation<N> {
                 }
                 // The common case: the request moves from the output's
                 // place into its cell, no clone.
-                None => self.queue.push_with(first_at, || {
-                    let Output::Store { op, .. } = std::mem::replace(output, Output::Exit) else {
-                        unreachable!("matched a store request")
-                    };
-                    Event::ToStore { env, op }
-                }),
+                None => self
+                    .queue
+                    .push_in_place(first_at, |cell| move_store_request(output, cell, env)),
             },
             &mut Output::Effect { call, .. } => {
                 self.queue
@@ -1493,6 +1490,23 @@ pub fn queue_floor<K, V>(events: u64, depth: usize, seed: u64) -> u64 {
         queue.push(now_us + next_delay_us(), event);
     }
     checksum
+}
+
+/// Move the store request at `output` (leaving `Exit`) into its event's
+/// empty slab `cell`. A function of its own for its two `&mut` parameters:
+/// the compiler then knows the two places apart and copies the request
+/// once, place to cell, where it copied it through the stack to keep the
+/// write of `Exit` before the cell's.
+#[inline(always)]
+fn move_store_request<K, V, E>(
+    output: &mut Output<K, V, E>,
+    cell: &mut Option<Event<K, V>>,
+    env: Envelope,
+) {
+    let Output::Store { op, .. } = std::mem::replace(output, Output::Exit) else {
+        unreachable!("matched a store request")
+    };
+    *cell = Some(Event::ToStore { env, op });
 }
 
 /// What a step handles, for faults placed by time (`FaultSource::Timed`).
