@@ -188,6 +188,9 @@ pub struct EventQueue<T> {
     slab: Vec<Option<T>>,
     /// Free slots, reused last-in first-out (the warmest in cache).
     free: Vec<u32>,
+    /// Keys queued, the front's and the heap's: kept, not summed, since
+    /// the run loop reads it every event and `insert` asserts on it.
+    len: usize,
     next_seq: u64,
     capacity_limit: usize,
 }
@@ -207,6 +210,7 @@ impl<T> EventQueue<T> {
             heap: Vec::with_capacity(initial),
             slab: Vec::with_capacity(initial),
             free: Vec::with_capacity(initial),
+            len: 0,
             next_seq: 0,
             capacity_limit,
         }
@@ -274,6 +278,7 @@ impl<T> EventQueue<T> {
             None => self.new_slot(),
         };
         self.place(Key::new(time_us, seq, slot));
+        self.len += 1;
         let cell = &mut self.slab[slot as usize];
         debug_assert!(cell.is_none(), "free slot in use");
         cell
@@ -344,9 +349,18 @@ impl<T> EventQueue<T> {
         self.sift_up(key);
     }
 
-    /// Remove the smallest key; the last key sinks from the top to its place.
+    /// Remove the smallest key, counted out of `len`.
     #[inline]
     fn pop_min(&mut self) -> Option<Key> {
+        let key = self.pop_min_key()?;
+        self.len -= 1;
+        Some(key)
+    }
+
+    /// [`EventQueue::pop_min`]'s removal: the front if there is one, else
+    /// the heap's root, and the last key sinks from the top to its place.
+    #[inline(always)]
+    fn pop_min_key(&mut self) -> Option<Key> {
         if self.front.is_some() {
             debug_assert!(
                 self.heap
@@ -429,8 +443,14 @@ impl<T> EventQueue<T> {
         self.reserve_seqs(1)
     }
 
+    #[inline]
     pub fn len(&self) -> usize {
-        self.heap.len() + self.front.is_some() as usize
+        debug_assert_eq!(
+            self.len,
+            self.heap.len() + self.front.is_some() as usize,
+            "the kept length counts the front and the heap"
+        );
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
