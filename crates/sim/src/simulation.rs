@@ -969,7 +969,7 @@ impl<N: Node> Simulation<N> {
         // Each output is sent from its place (a request moved out, an
         // `Exit` left behind): cheaper than a `Drain` and its tail
         // bookkeeping, and than a copy of each output on the stack.
-        for place in out.iter_mut().take(leave as usize) {
+        for place in &mut out[..leave as usize] {
             if self.send(node, incarnation, place, now_us, observer) {
                 exit = true;
                 break;
