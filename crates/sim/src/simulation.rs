@@ -145,6 +145,9 @@ enum Event<K, V> {
     HealPhase,
 }
 
+/// A step's outputs, written by the node.
+type Outputs<N> = Vec<Output<<N as Node>::Key, <N as Node>::Value, <N as Node>::Event>>;
+
 /// An output a paused node produced, and the time it decided it.
 type HeldOutput<N> = (
     Output<<N as Node>::Key, <N as Node>::Value, <N as Node>::Event>,
@@ -237,7 +240,6 @@ pub struct Simulation<N: Node> {
     plan: FaultPlan,
     max_queue_len: usize,
     queue_len_total: u64,
-    out_buf: Vec<Output<N::Key, N::Value, N::Event>>,
 }
 
 // Inlined into each call site, where the kind is known: the hashing of that
@@ -427,7 +429,6 @@ impl<N: Node> Simulation<N> {
             plan: FaultPlan::default(),
             max_queue_len: 0,
             queue_len_total: 0,
-            out_buf: Vec::with_capacity(16),
         }
     }
 
@@ -556,6 +557,11 @@ impl<N: Node> Simulation<N> {
         self.queue
             .push(self.config.fault_phase_end_us, Event::HealPhase);
         let limits = self.config.limits;
+        // The buffer every step writes its outputs into (empty between
+        // steps), owned here and lent down: as a field of the simulator, each
+        // step took it out and put it back (~15 instructions a step) to
+        // send its outputs with the simulator borrowed.
+        let mut out: Outputs<N> = Vec::with_capacity(16);
         let stop = loop {
             // The next of the events and the timers, by (time, sequence):
             // each queue's first key as one integer (`EMPTY_ORDER` when
@@ -598,13 +604,13 @@ impl<N: Node> Simulation<N> {
                 // The timer stays armed while it fires (see `fire_timer`).
                 assert!(next_us >= self.now_us, "time went backwards");
                 self.now_us = next_us;
-                self.fire_timer(NodeId(order_slot(next_timer)), observer);
+                self.fire_timer(NodeId(order_slot(next_timer)), &mut out, observer);
                 continue;
             }
             let (time_us, slot) = self.queue.pop_slot().expect("peeked");
             assert!(time_us >= self.now_us, "time went backwards");
             self.now_us = time_us;
-            self.dispatch(slot, observer);
+            self.dispatch(slot, &mut out, observer);
         };
         RunStats {
             events: self.events,
@@ -659,10 +665,11 @@ impl<N: Node> Simulation<N> {
     fn dispatch<O: Observer<N::Key, N::Value, N::Event>>(
         &mut self,
         slot: PoppedSlot,
+        out: &mut Outputs<N>,
         observer: &mut O,
     ) {
         match self.queue.take(slot) {
-            Event::Boot { node } => self.boot(node, observer),
+            Event::Boot { node } => self.boot(node, out, observer),
             Event::ToNode {
                 node,
                 incarnation,
@@ -690,7 +697,7 @@ impl<N: Node> Simulation<N> {
                     );
                     return;
                 }
-                self.step(node, input, observer);
+                self.step(node, input, out, observer);
             }
             Event::ToStore { env, op } => {
                 if matches!(env.actor, Actor::External) {
@@ -804,6 +811,7 @@ impl<N: Node> Simulation<N> {
     fn fire_timer<O: Observer<N::Key, N::Value, N::Event>>(
         &mut self,
         node: NodeId,
+        out: &mut Outputs<N>,
         observer: &mut O,
     ) {
         let slot = &self.slots[node.index()];
@@ -821,7 +829,7 @@ impl<N: Node> Simulation<N> {
         // wake-up, until the step re-arms it or the test below removes it:
         // the one window where the two disagree.
         self.slots[node.index()].timer_at = None;
-        self.step(node, Input::Timeout, observer);
+        self.step(node, Input::Timeout, out, observer);
         if self.slots[node.index()].timer_at.is_none() {
             // Not re-armed (no wake-up wanted, or paused, or down): the fired
             // timer goes.
@@ -835,7 +843,12 @@ impl<N: Node> Simulation<N> {
         );
     }
 
-    fn boot<O: Observer<N::Key, N::Value, N::Event>>(&mut self, node: NodeId, observer: &mut O) {
+    fn boot<O: Observer<N::Key, N::Value, N::Event>>(
+        &mut self,
+        node: NodeId,
+        out: &mut Outputs<N>,
+        observer: &mut O,
+    ) {
         let slot = &mut self.slots[node.index()];
         assert!(slot.node.is_none(), "boot of a running node");
         slot.incarnation += 1;
@@ -846,7 +859,7 @@ impl<N: Node> Simulation<N> {
         if incarnation > 1 {
             self.fault(Fault::Restart { node, incarnation }, observer);
         }
-        self.step(node, Input::Start, observer);
+        self.step(node, Input::Start, out, observer);
     }
 
     fn resume<O: Observer<N::Key, N::Value, N::Event>>(
@@ -875,10 +888,13 @@ impl<N: Node> Simulation<N> {
         self.rearm_timer(node);
     }
 
+    /// Step `node` on `input`; `out` (empty) receives its outputs, and is
+    /// left empty.
     fn step<O: Observer<N::Key, N::Value, N::Event>>(
         &mut self,
         node: NodeId,
         input: Input<N::Key, N::Value>,
+        out: &mut Outputs<N>,
         observer: &mut O,
     ) {
         let now_us = self.now_us;
@@ -937,12 +953,11 @@ impl<N: Node> Simulation<N> {
                 input: InputSummary::of(&input),
             },
         );
-        let mut out = std::mem::take(&mut self.out_buf);
         debug_assert!(out.is_empty());
         slot.node
             .as_mut()
             .expect("stepping a live node")
-            .step(local, input, &mut out);
+            .step(local, input, out);
         let of = out.len() as u32;
         let (leave, after) = match fault {
             Some(StepFault::CrashBetweenOutputs {
@@ -983,7 +998,6 @@ impl<N: Node> Simulation<N> {
             Vec::new()
         };
         out.clear();
-        self.out_buf = out;
         match after {
             Some(Err((emitted, restart_after_us))) => {
                 self.fault(
