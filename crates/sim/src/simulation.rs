@@ -171,6 +171,9 @@ struct Slot<N: Node> {
     held: Vec<HeldOutput<N>>,
     /// Active partitions per (link, direction) as counters (they may overlap).
     cut: [u32; 6],
+    /// Active partitions cutting each leg (by `Leg::index`), kept with `cut`
+    /// so that a message's test is one read, not two found through tables.
+    leg_cut: [u32; 4],
     net_rng: NodeRng,
     fault_rng: NodeRng,
     work_rng: NodeRng,
@@ -181,21 +184,48 @@ fn cut_index(link: Link, direction: Direction) -> usize {
     (link as usize) * 3 + direction as usize
 }
 
+/// The link a message on `leg` takes, and the one-way partition that cuts
+/// it (a partition of `Direction::Both` cuts it too).
+fn leg_route(leg: Leg) -> (Link, Direction) {
+    match leg {
+        Leg::ToStore => (Link::Store, Direction::Outbound),
+        Leg::FromStore => (Link::Store, Direction::Inbound),
+        Leg::ToService => (Link::Services, Direction::Outbound),
+        Leg::FromService => (Link::Services, Direction::Inbound),
+    }
+}
+
 impl<N: Node> Slot<N> {
     /// Whether a message on `leg` to or from this node is cut off.
+    #[inline(always)]
     fn is_cut(&self, leg: Leg) -> bool {
-        let (link, towards_node) = match leg {
-            Leg::ToStore => (Link::Store, false),
-            Leg::FromStore => (Link::Store, true),
-            Leg::ToService => (Link::Services, false),
-            Leg::FromService => (Link::Services, true),
-        };
-        let one_way = if towards_node {
-            Direction::Inbound
+        self.leg_cut[leg.index()] > 0
+    }
+
+    /// A partition of `link` in `direction` starts (or, with `starts`
+    /// false, heals): counted in `cut` and in every leg it cuts.
+    fn partition(&mut self, link: Link, direction: Direction, starts: bool) {
+        let i = cut_index(link, direction);
+        if starts {
+            self.cut[i] += 1;
         } else {
-            Direction::Outbound
-        };
-        self.cut[cut_index(link, Direction::Both)] > 0 || self.cut[cut_index(link, one_way)] > 0
+            assert!(self.cut[i] > 0, "healing a partition that is not there");
+            self.cut[i] -= 1;
+        }
+        for leg in Leg::ALL {
+            let (leg_link, one_way) = leg_route(leg);
+            if leg_link == link && (direction == Direction::Both || direction == one_way) {
+                let n = &mut self.leg_cut[leg.index()];
+                *n = if starts { *n + 1 } else { *n - 1 };
+            }
+            // A leg is cut exactly when a partition of its link cuts both
+            // ways or its own way.
+            debug_assert_eq!(
+                self.is_cut(leg),
+                self.cut[cut_index(leg_link, Direction::Both)] > 0
+                    || self.cut[cut_index(leg_link, one_way)] > 0
+            );
+        }
     }
 }
 
@@ -453,6 +483,7 @@ impl<N: Node> Simulation<N> {
             paused_until_us: None,
             held: Vec::new(),
             cut: [0; 6],
+            leg_cut: [0; 4],
             net_rng: self.streams.node_stream(Concern::Network, stream_id),
             fault_rng: self.streams.node_stream(Concern::MessageFaults, stream_id),
             work_rng: self.streams.node_stream(Concern::Services, stream_id),
@@ -715,10 +746,7 @@ impl<N: Node> Simulation<N> {
                 link,
                 direction,
             } => {
-                let slot = &mut self.slots[node.index()];
-                let i = cut_index(link, direction);
-                assert!(slot.cut[i] > 0, "healing a partition that is not there");
-                slot.cut[i] -= 1;
+                self.slots[node.index()].partition(link, direction, false);
                 self.fault(
                     Fault::PartitionHealed {
                         node,
@@ -781,7 +809,7 @@ impl<N: Node> Simulation<N> {
                 duration_us,
                 ..
             } => {
-                self.slots[node.index()].cut[cut_index(link, direction)] += 1;
+                self.slots[node.index()].partition(link, direction, true);
                 self.fault(fault, observer);
                 self.queue.push(
                     self.now_us + duration_us,
