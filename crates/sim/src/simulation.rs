@@ -1018,16 +1018,27 @@ impl<N: Node> Simulation<N> {
                 break;
             }
         }
+        let Some(after) = after else {
+            // No fault between outputs (nearly every step): straight to the
+            // step's end, without the leftover outputs' bookkeeping.
+            out.clear();
+            if exit {
+                self.exit(node, incarnation, observer);
+            } else {
+                self.rearm_timer(node);
+            }
+            return;
+        };
         // Only a pause keeps the outputs left over (they leave when it
         // ends); after a crash or an exit they are dropped with the clear.
-        let rest: Vec<_> = if matches!(after, Some(Ok(_))) && !exit {
+        let rest: Vec<_> = if after.is_ok() && !exit {
             out.drain(leave as usize..).collect()
         } else {
             Vec::new()
         };
         out.clear();
         match after {
-            Some(Err((emitted, restart_after_us))) => {
+            Err((emitted, restart_after_us)) => {
                 self.fault(
                     Fault::Crash {
                         node,
@@ -1039,7 +1050,7 @@ impl<N: Node> Simulation<N> {
                 );
                 self.take_down(node, restart_after_us);
             }
-            Some(Ok((after_outputs, duration_us))) if !exit => {
+            Ok((after_outputs, duration_us)) if !exit => {
                 self.fault(
                     Fault::Pause {
                         node,
@@ -1055,8 +1066,7 @@ impl<N: Node> Simulation<N> {
                 slot.held = rest.into_iter().map(|o| (o, now_us)).collect();
                 self.queue.push(until, Event::Resume { node, incarnation });
             }
-            _ if exit => self.exit(node, incarnation, observer),
-            _ => self.rearm_timer(node),
+            Ok(_) => self.exit(node, incarnation, observer),
         }
     }
 
