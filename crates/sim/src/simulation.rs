@@ -1193,7 +1193,9 @@ impl<N: Node> Simulation<N> {
             );
             return false;
         }
-        let mut arrivals = [Some(self.now_us + latency_us), None];
+        // When the message arrives, and its duplicate if it has one.
+        let mut first_at = self.now_us + latency_us;
+        let mut copy_at = None;
         match fault {
             Some(MessageAction::Drop) => {
                 self.lost(
@@ -1206,17 +1208,11 @@ impl<N: Node> Simulation<N> {
                 );
                 return false;
             }
-            Some(MessageAction::Duplicate { extra_us }) => {
-                arrivals[1] = Some(self.now_us + latency_us + extra_us)
-            }
-            Some(MessageAction::Delay { extra_us }) => {
-                arrivals[0] = Some(self.now_us + latency_us + extra_us)
-            }
+            Some(MessageAction::Duplicate { extra_us }) => copy_at = Some(first_at + extra_us),
+            Some(MessageAction::Delay { extra_us }) => first_at += extra_us,
             Some(action @ (MessageAction::Fail | MessageAction::Hang)) => env.refuse = Some(action),
             None => {}
         }
-        let [first_at, copy_at] = arrivals;
-        let first_at = first_at.expect("a message that travels arrives");
         // The duplicate is just a copy: no faults of its own.
         let copy_env = Envelope {
             reply_fault: None,
