@@ -94,7 +94,9 @@ impl<P: Copy> Outbox<P> {
     }
 
     /// The purpose of a reply's request; `None` for a reply we gave up on.
-    #[inline]
+    /// Always inlined: as a call, the purpose came back through memory and
+    /// was copied once more, and the call cost a frame per reply.
+    #[inline(always)]
     pub fn take(&mut self, request: RequestId) -> Option<P> {
         // Nearly every reply is for the newest request in flight (a store
         // request answered before the effects sent earlier) or the oldest:
