@@ -94,29 +94,34 @@ impl<P: Copy> Outbox<P> {
     }
 
     /// The purpose of a reply's request; `None` for a reply we gave up on.
-    #[inline]
+    /// Always inlined: as a call, the purpose came back through memory and
+    /// was copied once more, and the call cost a frame per reply.
+    #[inline(always)]
     pub fn take(&mut self, request: RequestId) -> Option<P> {
         // Nearly every reply is for the newest request in flight (a store
         // request answered before the effects sent earlier) or the oldest:
         // both are taken here, with no walk and no shift.
-        let (purpose, deadline) = match &self.pending[self.head..] {
-            [] => return None,
-            [.., (id, purpose, deadline)] if *id == request => {
-                let taken = (*purpose, *deadline);
-                self.pending.pop();
-                taken
+        // The earliest deadline is settled before the entry leaves, so the
+        // purpose moves once, from the vector to the caller (it took a trip
+        // through the stack while the rest was scanned).
+        let live = &self.pending[self.head..];
+        match live {
+            [] => None,
+            [rest @ .., (id, _, deadline)] if *id == request => {
+                if Some(*deadline) == self.earliest {
+                    self.earliest = earliest_of(rest);
+                }
+                self.pending.pop().map(|(_, purpose, _)| purpose)
             }
-            [(id, purpose, deadline), ..] if *id == request => {
-                let taken = (*purpose, *deadline);
+            [(id, _, deadline), rest @ ..] if *id == request => {
+                if Some(*deadline) == self.earliest {
+                    self.earliest = earliest_of(rest);
+                }
                 self.head += 1;
-                taken
+                Some(self.pending[self.head - 1].1)
             }
-            _ => return self.take_inner(request),
-        };
-        if Some(deadline) == self.earliest {
-            self.earliest = self.scan_earliest();
+            _ => self.take_inner(request),
         }
-        Some(purpose)
     }
 
     /// `take` for a request neither the newest nor the oldest in flight.
@@ -158,19 +163,7 @@ impl<P: Copy> Outbox<P> {
     }
 
     fn scan_earliest(&self) -> Option<Instant> {
-        let mut live = self.pending[self.head..].iter();
-        let mut earliest = live.next()?.2;
-        // A plain loop: one to three requests are in flight nearly always.
-        // The early exit (nothing is due before zero) keeps LLVM from
-        // unrolling it behind a trip-count division, which cost more than
-        // the walk (`Iterator::min` did).
-        for (_, _, deadline) in live {
-            earliest = earliest.min(*deadline);
-            if earliest == Instant::ZERO {
-                break;
-            }
-        }
-        Some(earliest)
+        earliest_of(&self.pending[self.head..])
     }
 
     pub fn earliest_deadline(&self) -> Option<Instant> {
@@ -213,6 +206,23 @@ impl<P: Copy> Outbox<P> {
             out.append(&mut self.queued);
         }
     }
+}
+
+/// The earliest deadline among `live` requests.
+fn earliest_of<P>(live: &[(RequestId, P, Instant)]) -> Option<Instant> {
+    let mut live = live.iter();
+    let mut earliest = live.next()?.2;
+    // A plain loop: one to three requests are in flight nearly always.
+    // The early exit (nothing is due before zero) keeps LLVM from
+    // unrolling it behind a trip-count division, which cost more than
+    // the walk (`Iterator::min` did).
+    for (_, _, deadline) in live {
+        earliest = earliest.min(*deadline);
+        if earliest == Instant::ZERO {
+            break;
+        }
+    }
+    Some(earliest)
 }
 
 #[cfg(test)]

@@ -35,15 +35,19 @@ impl<K: Ord, V> SortedVecMap<K, V> {
     {
         // The common case is a handful of entries: a linear scan from the
         // front beats a binary search's unpredictable branches there.
+        // The walk stops at the first key not below `key` and only then
+        // asks whether it is equal: one compare per entry passed, where a
+        // three-way `cmp` per entry cost several.
         if self.entries.len() <= 8 {
-            for (i, (k, _)) in self.entries.iter().enumerate() {
-                match k.borrow().cmp(key) {
-                    std::cmp::Ordering::Less => continue,
-                    std::cmp::Ordering::Equal => return Ok(i),
-                    std::cmp::Ordering::Greater => return Err(i),
-                }
-            }
-            return Err(self.entries.len());
+            let i = self
+                .entries
+                .iter()
+                .position(|(k, _)| k.borrow() >= key)
+                .unwrap_or(self.entries.len());
+            return match self.entries.get(i) {
+                Some((k, _)) if k.borrow() == key => Ok(i),
+                _ => Err(i),
+            };
         }
         self.entries.binary_search_by(|(k, _)| k.borrow().cmp(key))
     }

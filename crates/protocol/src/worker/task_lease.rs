@@ -8,7 +8,7 @@
 //! that task). Everything else (claims, effects, progress writes) is the
 //! worker-mode code path, unchanged.
 
-use super::{Phase, Purpose, Worker};
+use super::{Claimed, Phase, Purpose, Worker};
 use crate::docs::{DocKey, DocValue, MemberStatus, TaskDoc, TaskId, TaskLeaseDoc};
 use crate::events::LeaseEvent;
 use crate::variant::Variant;
@@ -76,9 +76,15 @@ impl Worker {
             value: self.lease_doc(claimed.epoch, 0),
             index: None,
         };
+        let compact = Claimed {
+            epoch: claimed.epoch,
+            steps_done: claimed.steps_done,
+            steps_total: claimed.steps_total,
+        };
+        debug_assert_eq!(self.claimed_doc(compact), claimed);
         let purpose = Purpose::LeaseCreate {
             task,
-            claimed,
+            claimed: compact,
             task_version,
             sent_at: now,
         };
@@ -230,6 +236,7 @@ impl Worker {
                         };
                         self.leases.insert(task, lease);
                         if self.task_lease_alive(now, task, claimed.epoch) {
+                            let claimed = self.claimed_doc(claimed);
                             self.send_claim(now, task, claimed, task_version);
                         } else {
                             // Too late to claim safely; the reclaimer cleans up.
