@@ -321,7 +321,9 @@ impl<K: Ord + Clone, V: Clone> SecondaryIndex<K, V> {
 /// or before the map's first key (every poll: the pending range starts at
 /// task 0, and nothing sorts before pending index keys) walks from the first
 /// leaf without a search: a range's descent compared keys at every level to
-/// find that same place.
+/// find that same place. Such a scan whose end is at or before the first
+/// key (a poll when no task is pending, most polls) is empty at once, with
+/// no iterator to build and no second walk down to the first leaf.
 fn scan_from<'a, K: Ord, T, V>(
     map: &'a BTreeMap<K, T>,
     start: &K,
@@ -329,13 +331,15 @@ fn scan_from<'a, K: Ord, T, V>(
     limit: u32,
     doc: impl Fn(&'a K, &'a T) -> Document<K, V>,
 ) -> (Vec<Document<K, V>>, bool) {
-    if map
-        .first_key_value()
-        .is_none_or(|(first, _)| start <= first)
-    {
-        page(map.iter(), end, limit, doc)
-    } else {
-        page(entries_from(map, start), end, limit, doc)
+    match map.first_key_value() {
+        None => (Vec::new(), false),
+        Some((first, _)) if start <= first => {
+            if end <= first {
+                return (Vec::new(), false);
+            }
+            page(map.iter(), end, limit, doc)
+        }
+        Some(_) => page(entries_from(map, start), end, limit, doc),
     }
 }
 
