@@ -264,27 +264,38 @@ impl<K: Ord + Clone, V: Clone> SecondaryIndex<K, V> {
     /// Move the index entry of document `doc`, at `key`, from the index key
     /// it has to `new` (either may be absent), and refresh the copy it shows
     /// to the document's version and value, just written.
+    ///
+    /// Inlined for the writes that search no index (an unindexed document, or
+    /// one that keeps its index key: half the writes), the rest out of line.
+    #[inline(always)]
     fn update(&mut self, key: &K, doc: &mut Entry<K, V>, new: Option<&K>) {
+        match (&doc.index, new) {
+            (None, None) => {}
+            (Some((old, at)), Some(new)) if old == new => {
+                // The index entry under `new` names slot `at`: inserted under
+                // `new` naming `key` (an entry is never moved, only removed
+                // with its document's slot, which frees the copy).
+                let copy = &self.copies.slots[*at as usize];
+                assert!(copy.indexed, "index entry missing for a live document");
+                debug_assert!(
+                    self.entries.get(new) == Some(at) && copy.key == *key,
+                    "index entry names another document"
+                );
+                self.copies.refresh(*at, doc.version, &doc.value);
+            }
+            _ => self.reindex(key, doc, new),
+        }
+    }
+
+    /// [`Self::update`] when the index key changes: the entry under the old
+    /// key (if any) removed, one under `new` (if any) inserted.
+    #[inline(never)]
+    fn reindex(&mut self, key: &K, doc: &mut Entry<K, V>, new: Option<&K>) {
         let Entry {
             version,
             value,
             index: slot,
         } = doc;
-        if let (Some((old, at)), Some(new)) = (slot.as_ref(), new)
-            && old == new
-        {
-            // The index entry under `new` names slot `at`: inserted under `new`
-            // naming `key` (an entry is never moved, only removed with its
-            // document's slot, which frees the copy).
-            let copy = &self.copies.slots[*at as usize];
-            assert!(copy.indexed, "index entry missing for a live document");
-            debug_assert!(
-                self.entries.get(new) == Some(at) && copy.key == *key,
-                "index entry names another document"
-            );
-            self.copies.refresh(*at, *version, value);
-            return;
-        }
         let kept = slot.take().map(|(old, at)| {
             let removed = self.entries.remove(&old);
             assert!(
@@ -321,7 +332,9 @@ impl<K: Ord + Clone, V: Clone> SecondaryIndex<K, V> {
 /// or before the map's first key (every poll: the pending range starts at
 /// task 0, and nothing sorts before pending index keys) walks from the first
 /// leaf without a search: a range's descent compared keys at every level to
-/// find that same place.
+/// find that same place. Such a scan whose end is at or before the first
+/// key (a poll when no task is pending, most polls) is empty at once, with
+/// no iterator to build and no second walk down to the first leaf.
 fn scan_from<'a, K: Ord, T, V>(
     map: &'a BTreeMap<K, T>,
     start: &K,
@@ -329,13 +342,15 @@ fn scan_from<'a, K: Ord, T, V>(
     limit: u32,
     doc: impl Fn(&'a K, &'a T) -> Document<K, V>,
 ) -> (Vec<Document<K, V>>, bool) {
-    if map
-        .first_key_value()
-        .is_none_or(|(first, _)| start <= first)
-    {
-        page(map.iter(), end, limit, doc)
-    } else {
-        page(entries_from(map, start), end, limit, doc)
+    match map.first_key_value() {
+        None => (Vec::new(), false),
+        Some((first, _)) if start <= first => {
+            if end <= first {
+                return (Vec::new(), false);
+            }
+            page(map.iter(), end, limit, doc)
+        }
+        Some(_) => page(entries_from(map, start), end, limit, doc),
     }
 }
 

@@ -17,6 +17,9 @@ const BUFFER_BYTES: usize = 4096;
 const _: () = assert!(BUFFER_BYTES <= u16::MAX as usize, "the length is a u16");
 /// Marks a `usize`/`isize` too large for one byte; its eight bytes follow.
 const SMALL_MARKER: u8 = 0xff;
+/// Bytes a store record is given room for up front (the protocol's longest
+/// store record but a scan's is under 160).
+const RECORD_ROOM: usize = 256;
 
 /// A record's fixed fields gathered at fixed offsets, for one
 /// [`TraceHasher::put_gathered`]: one bounds check and one copy for the lot
@@ -70,41 +73,10 @@ impl TraceHasher {
         self.len = (len + N) as u16;
     }
 
-    /// Append the first `used` of `bytes`: variable-length fields (an
-    /// `Option`) in one fixed-width copy. The bytes past `used` land in the
-    /// buffer's free part and are overwritten by the next write.
-    #[inline(always)]
-    fn put_prefix<const N: usize>(&mut self, bytes: [u8; N], used: usize) {
-        const { assert!(N <= BUFFER_BYTES) };
-        assert!(used <= N);
-        let mut len = usize::from(self.len);
-        if len + N > BUFFER_BYTES {
-            self.flush();
-            len = 0;
-        }
-        self.buf[len..len + N].copy_from_slice(&bytes);
-        self.len = (len + used) as u16;
-    }
-
     /// Bytes gathered by a [`Gather`], in one copy.
     #[inline(always)]
     pub(crate) fn put_gathered<const N: usize>(&mut self, g: &Gather<N>) {
         self.put(g.bytes());
-    }
-
-    /// An `Option<u64>` as its derived `Hash` feeds this hasher.
-    #[inline(always)]
-    pub(crate) fn put_option_u64(&mut self, v: Option<u64>) {
-        let mut b = [0u8; 9];
-        let used = match v {
-            Some(v) => {
-                b[0] = 1;
-                b[1..].copy_from_slice(&v.to_le_bytes());
-                9
-            }
-            None => 1,
-        };
-        self.put_prefix(b, used);
     }
 
     /// A store record, the bytes `hash_record` documents: after the time, a
@@ -128,7 +100,125 @@ impl TraceHasher {
         reply: &StoreReply<K, V>,
         before: Option<&Document<K, V>>,
     ) {
+        let mut w = Appender {
+            len: usize::from(self.len),
+            hasher: self,
+        };
+        w.store_record(time_us, actor, request, op, reply, before);
+        w.hasher.len = w.len as u16;
+    }
+
+    /// A value that is nearly always below 255, in one byte when it is.
+    #[inline(always)]
+    fn put_small(&mut self, i: u64) {
+        if i < SMALL_MARKER as u64 {
+            self.put([i as u8]);
+        } else {
+            self.put_large(i);
+        }
+    }
+
+    #[cold]
+    fn put_large(&mut self, i: u64) {
+        self.put([SMALL_MARKER]);
+        self.put(i.to_le_bytes());
+    }
+
+    /// `write`'s slow path: the bytes do not fit behind what is buffered.
+    #[cold]
+    fn write_past_buffer(&mut self, bytes: &[u8]) {
+        self.flush();
+        if bytes.len() > BUFFER_BYTES {
+            self.inner.write(bytes);
+            return;
+        }
+        self.buf[..bytes.len()].copy_from_slice(bytes);
+        self.len = bytes.len() as u16;
+    }
+
+    /// The 64-bit digest, formatted by callers as 16 hex digits.
+    pub fn digest(&mut self) -> u64 {
+        self.flush();
+        self.inner.finish()
+    }
+}
+
+/// A record's writes with the buffered length in a local: the dozen small
+/// writes of a store record keep it in a register and store it once, where
+/// each `TraceHasher::put` re-read and re-stored `len` (the buffer's stores
+/// could alias it). The same bytes, in the same order.
+struct Appender<'a> {
+    hasher: &'a mut TraceHasher,
+    /// Bytes buffered, at most `BUFFER_BYTES`; `hasher.len` is stale until
+    /// the record is done (or a flush).
+    len: usize,
+}
+
+impl Appender<'_> {
+    /// Append a fixed-width value.
+    #[inline(always)]
+    fn put<const N: usize>(&mut self, bytes: [u8; N]) {
+        const { assert!(N <= BUFFER_BYTES) };
+        if self.len + N > BUFFER_BYTES {
+            self.len = spill(self.hasher, self.len);
+        }
+        let len = self.len;
+        self.hasher.buf[len..len + N].copy_from_slice(&bytes);
+        self.len = len + N;
+    }
+
+    /// Append the first `used` of `bytes`: variable-length fields (an
+    /// `Option`) in one fixed-width copy. The bytes past `used` land in the
+    /// buffer's free part and are overwritten by the next write.
+    #[inline(always)]
+    fn put_prefix<const N: usize>(&mut self, bytes: [u8; N], used: usize) {
+        const { assert!(N <= BUFFER_BYTES) };
+        assert!(used <= N);
+        if self.len + N > BUFFER_BYTES {
+            self.len = spill(self.hasher, self.len);
+        }
+        let len = self.len;
+        self.hasher.buf[len..len + N].copy_from_slice(&bytes);
+        self.len = len + used;
+    }
+
+    #[inline(always)]
+    fn put_gathered<const N: usize>(&mut self, g: &Gather<N>) {
+        self.put(g.bytes());
+    }
+
+    /// An `Option<u64>` as its derived `Hash` feeds the hasher.
+    #[inline(always)]
+    fn put_option_u64(&mut self, v: Option<u64>) {
+        let mut b = [0u8; 9];
+        let used = match v {
+            Some(v) => {
+                b[0] = 1;
+                b[1..].copy_from_slice(&v.to_le_bytes());
+                9
+            }
+            None => 1,
+        };
+        self.put_prefix(b, used);
+    }
+
+    /// See [`TraceHasher::put_store_record`].
+    #[inline(always)]
+    fn store_record<K: Hash, V: Hash>(
+        &mut self,
+        time_us: u64,
+        actor: Actor,
+        request: RequestId,
+        op: &StoreRequest<K, V>,
+        reply: &StoreReply<K, V>,
+        before: Option<&Document<K, V>>,
+    ) {
         const STORE_TAG: u64 = u64::MAX - 1;
+        // Room for a whole record but a long scan's, tested once: each
+        // write's own test then folds away where the offsets are known.
+        if self.len > BUFFER_BYTES - RECORD_ROOM {
+            self.len = spill(self.hasher, self.len);
+        }
         // The request's derived discriminant, in declaration order (one
         // byte: see `write_isize`).
         let discriminant: u8 = match op {
@@ -283,32 +373,67 @@ impl TraceHasher {
         if i < SMALL_MARKER as u64 {
             self.put([i as u8]);
         } else {
-            self.put_large(i);
+            self.put([SMALL_MARKER]);
+            self.put(i.to_le_bytes());
         }
     }
+}
 
-    #[cold]
-    fn put_large(&mut self, i: u64) {
-        self.put([SMALL_MARKER]);
-        self.put(i.to_le_bytes());
+/// A full buffer met mid-record: the appender's length handed back to the
+/// hasher, the buffer flushed; the new length (0).
+#[cold]
+#[inline(never)]
+fn spill(hasher: &mut TraceHasher, len: usize) -> usize {
+    hasher.len = len as u16;
+    hasher.flush();
+    0
+}
+
+impl Hasher for Appender<'_> {
+    fn finish(&self) -> u64 {
+        unreachable!("an appender only writes a record's bytes")
     }
 
-    /// `write`'s slow path: the bytes do not fit behind what is buffered.
-    #[cold]
-    fn write_past_buffer(&mut self, bytes: &[u8]) {
-        self.flush();
-        if bytes.len() > BUFFER_BYTES {
-            self.inner.write(bytes);
+    // As `TraceHasher::write`: a slice past the buffer's room goes through
+    // the hasher's own slow path.
+    #[inline(always)]
+    fn write(&mut self, bytes: &[u8]) {
+        let len = self.len;
+        let n = bytes.len();
+        if len + n > BUFFER_BYTES {
+            self.hasher.len = len as u16;
+            self.hasher.write_past_buffer(bytes);
+            self.len = usize::from(self.hasher.len);
             return;
         }
-        self.buf[..bytes.len()].copy_from_slice(bytes);
-        self.len = bytes.len() as u16;
+        self.hasher.buf[len..len + n].copy_from_slice(bytes);
+        self.len = len + n;
     }
 
-    /// The 64-bit digest, formatted by callers as 16 hex digits.
-    pub fn digest(&mut self) -> u64 {
-        self.flush();
-        self.inner.finish()
+    // The same encodings as `TraceHasher`'s (see there).
+    #[inline(always)]
+    fn write_u8(&mut self, i: u8) {
+        self.put([i]);
+    }
+    #[inline(always)]
+    fn write_usize(&mut self, i: usize) {
+        self.put_small(i as u64);
+    }
+    #[inline(always)]
+    fn write_isize(&mut self, i: isize) {
+        self.put_small(i as i64 as u64);
+    }
+    #[inline(always)]
+    fn write_u64(&mut self, i: u64) {
+        self.put(i.to_le_bytes());
+    }
+    #[inline(always)]
+    fn write_u32(&mut self, i: u32) {
+        self.put(i.to_le_bytes());
+    }
+    #[inline(always)]
+    fn write_u16(&mut self, i: u16) {
+        self.put(i.to_le_bytes());
     }
 }
 
