@@ -51,6 +51,16 @@ impl LivenessBound {
     }
 }
 
+impl CheckConfig {
+    /// A service's name, for violation messages only.
+    fn service_name(&self, service: u16) -> String {
+        self.service_names
+            .get(service as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("service-{service}"))
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CheckConfig {
     /// Role of each simulated node, indexed by node id.
@@ -147,11 +157,87 @@ struct TaskTrack {
     service_tokens: ShortList<(u16, u64), 3>,
 }
 
+impl TaskTrack {
+    /// Record that `owner` works on `task` in `epoch`; two owners in one epoch
+    /// is double ownership whatever else happened.
+    #[inline(always)]
+    fn claim_epoch(
+        &mut self,
+        verdicts: &mut Verdicts,
+        time_us: u64,
+        task: TaskId,
+        epoch: u64,
+        owner: Owner,
+    ) {
+        let holder = self.epoch_owners.find(|(e, _)| *e == epoch);
+        match holder.map(|&(_, o)| o) {
+            Some(other) if other != owner => {
+                verdicts.report(
+                    Invariant::NoDoubleOwnership,
+                    time_us,
+                    Some(task),
+                    format_args!(
+                        "two workers worked on task {} in epoch {}: {} and {}",
+                        task.0, epoch, other, owner
+                    ),
+                );
+            }
+            Some(_) => {}
+            None => {
+                assert!(self.epoch_owners.len() < 1 << 20, "unbounded epochs");
+                self.epoch_owners.push((epoch, owner));
+            }
+        }
+    }
+}
+
 /// The parts of an effect ledger line the checker judges.
 struct EffectLine {
     call: EffectRequest,
     outcome: EffectReply,
     decided_us: u64,
+}
+
+/// The violations found: a field of its own, so a judging path can report
+/// while it holds its task's track.
+struct Verdicts {
+    kept: Vec<Violation>,
+    counts: [u64; Invariant::ALL.len()],
+}
+
+impl Verdicts {
+    fn violate(
+        &mut self,
+        invariant: Invariant,
+        time_us: u64,
+        task: Option<TaskId>,
+        message: String,
+    ) {
+        self.counts[invariant as usize] += 1;
+        if self.kept.len() < MAX_KEPT_VIOLATIONS {
+            self.kept.push(Violation {
+                invariant,
+                time_ms: time_us / 1_000,
+                task,
+                message,
+            });
+        }
+    }
+
+    /// [`Self::violate`] for the judging paths: out of line and cold, so
+    /// the message's formatting takes no registers or stack from the
+    /// records that pass (nearly all of them).
+    #[cold]
+    #[inline(never)]
+    fn report(
+        &mut self,
+        invariant: Invariant,
+        time_us: u64,
+        task: Option<TaskId>,
+        message: std::fmt::Arguments<'_>,
+    ) {
+        self.violate(invariant, time_us, task, message.to_string());
+    }
 }
 
 pub struct LeaseChecker {
@@ -160,8 +246,7 @@ pub struct LeaseChecker {
     /// Effect applications per task and step: task `t`'s steps are
     /// `applied[t * steps_per_task..][..steps_per_task]`.
     applied: Vec<u32>,
-    violations: Vec<Violation>,
-    violation_counts: [u64; Invariant::ALL.len()],
+    verdicts: Verdicts,
     done: u32,
     all_done_at_us: Option<u64>,
     heal_at_us: Option<u64>,
@@ -220,8 +305,10 @@ impl LeaseChecker {
             cfg,
             tasks,
             applied,
-            violations: Vec::new(),
-            violation_counts: [0; Invariant::ALL.len()],
+            verdicts: Verdicts {
+                kept: Vec::new(),
+                counts: [0; Invariant::ALL.len()],
+            },
             done: 0,
             all_done_at_us: None,
             heal_at_us: None,
@@ -258,11 +345,11 @@ impl LeaseChecker {
 
     /// Counts of every violation found, including those not kept in full.
     pub fn violation_count(&self, invariant: Invariant) -> u64 {
-        self.violation_counts[invariant as usize]
+        self.verdicts.counts[invariant as usize]
     }
 
     pub fn violations(&self) -> &[Violation] {
-        &self.violations
+        &self.verdicts.kept
     }
 
     pub fn violate(
@@ -272,30 +359,7 @@ impl LeaseChecker {
         task: Option<TaskId>,
         message: String,
     ) {
-        self.violation_counts[invariant as usize] += 1;
-        if self.violations.len() < MAX_KEPT_VIOLATIONS {
-            self.violations.push(Violation {
-                invariant,
-                time_ms: time_us / 1_000,
-                task,
-                message,
-            });
-        }
-    }
-
-    /// [`Self::violate`] for the judging paths: out of line and cold, so
-    /// the message's formatting takes no registers or stack from the
-    /// records that pass (nearly all of them).
-    #[cold]
-    #[inline(never)]
-    fn report(
-        &mut self,
-        invariant: Invariant,
-        time_us: u64,
-        task: Option<TaskId>,
-        message: std::fmt::Arguments<'_>,
-    ) {
-        self.violate(invariant, time_us, task, message.to_string());
+        self.verdicts.violate(invariant, time_us, task, message);
     }
 
     fn writer(&self, actor: Actor) -> Writer {
@@ -311,25 +375,12 @@ impl LeaseChecker {
         }
     }
 
-    /// A service's name, for violation messages only.
-    fn service_name(&self, service: u16) -> String {
-        self.cfg
-            .service_names
-            .get(service as usize)
-            .cloned()
-            .unwrap_or_else(|| format!("service-{service}"))
-    }
-
     fn role(&self, node: NodeId) -> NodeRole {
         *self
             .cfg
             .roles
             .get(node.index())
             .unwrap_or_else(|| panic!("record from unknown node {}", node.0))
-    }
-
-    fn track(&mut self, task: TaskId) -> Option<&mut TaskTrack> {
-        self.tasks.get_mut(task.0 as usize)
     }
 
     // Inlined into `store`: the run's observer hands the checker store
@@ -346,8 +397,11 @@ impl LeaseChecker {
         before: Option<&TaskDoc>,
         new: &TaskDoc,
     ) {
-        if self.track(task).is_none() {
-            self.report(
+        // The task's track is found once and held to the end (reports go
+        // to `verdicts`, a field apart): a lookup per use was a bounds
+        // check each.
+        let Some(track) = self.tasks.get_mut(task.0 as usize) else {
+            self.verdicts.report(
                 Invariant::NoLostTask,
                 time_us,
                 Some(task),
@@ -357,13 +411,14 @@ impl LeaseChecker {
                 ),
             );
             return;
-        }
+        };
+        let verdicts = &mut self.verdicts;
         // Only formatted when a violation is reported: every task write
         // passes here, and formatting a name per write was a tenth of a run.
         let who = WriterName(writer);
         if let Some(b) = before {
             if b.state == TaskState::Done {
-                self.report(
+                verdicts.report(
                     Invariant::DoneIsFinal,
                     time_us,
                     Some(task),
@@ -381,7 +436,7 @@ impl LeaseChecker {
             let ownership_changes = matches!(new.state, TaskState::Pending | TaskState::Running)
                 && (b.state != new.state || b.owner != new.owner);
             if new.epoch < b.epoch {
-                self.report(
+                verdicts.report(
                     Invariant::EpochsMonotonic,
                     time_us,
                     Some(task),
@@ -391,7 +446,7 @@ impl LeaseChecker {
                     ),
                 );
             } else if ownership_changes && new.epoch == b.epoch {
-                self.report(
+                verdicts.report(
                     Invariant::EpochsMonotonic,
                     time_us,
                     Some(task),
@@ -408,7 +463,7 @@ impl LeaseChecker {
                 );
             }
             if new.steps_done < b.steps_done {
-                self.report(
+                verdicts.report(
                     Invariant::ExactlyOnceEffects,
                     time_us,
                     Some(task),
@@ -423,7 +478,7 @@ impl LeaseChecker {
                 let own_progress =
                     b.state == TaskState::Running && b.owner == Some(o) && b.epoch == new.epoch;
                 if b.state == TaskState::Running && !own_progress {
-                    self.report(
+                    verdicts.report(
                         Invariant::NoDoubleOwnership,
                         time_us,
                         Some(task),
@@ -438,7 +493,7 @@ impl LeaseChecker {
                         ),
                     );
                 } else if b.state == TaskState::Pending && !claim {
-                    self.report(
+                    verdicts.report(
                         Invariant::NoDoubleOwnership,
                         time_us,
                         Some(task),
@@ -457,8 +512,17 @@ impl LeaseChecker {
         if new.state == TaskState::Running
             && let Some(owner) = new.owner
         {
-            self.claim_epoch(time_us, task, new.epoch, owner);
+            track.claim_epoch(verdicts, time_us, task, new.epoch, owner);
         }
+        if track.doc.is_none_or(|d| d.epoch != new.epoch) {
+            assert!(
+                track.epoch_changes.len() < 1 << 20,
+                "unbounded epoch history"
+            );
+            track.epoch_changes.push((time_us, new.epoch));
+        }
+        track.doc = Some(*new);
+        // Last: it needs the whole checker, and judges nothing.
         let was_done = before.is_some_and(|b| b.state == TaskState::Done);
         if new.state == TaskState::Done && !was_done {
             self.done += 1;
@@ -470,41 +534,6 @@ impl LeaseChecker {
             self.done -= 1;
             self.all_done_at_us = None;
             self.keep_stop_after();
-        }
-        let track = self.track(task).expect("checked");
-        if track.doc.is_none_or(|d| d.epoch != new.epoch) {
-            assert!(
-                track.epoch_changes.len() < 1 << 20,
-                "unbounded epoch history"
-            );
-            track.epoch_changes.push((time_us, new.epoch));
-        }
-        track.doc = Some(*new);
-    }
-
-    /// Record that `owner` works on `task` in `epoch`; two owners in one epoch
-    /// is double ownership whatever else happened.
-    #[inline(always)]
-    fn claim_epoch(&mut self, time_us: u64, task: TaskId, epoch: u64, owner: Owner) {
-        let track = self.track(task).expect("checked");
-        let holder = track.epoch_owners.find(|(e, _)| *e == epoch);
-        match holder.map(|&(_, o)| o) {
-            Some(other) if other != owner => {
-                self.report(
-                    Invariant::NoDoubleOwnership,
-                    time_us,
-                    Some(task),
-                    format_args!(
-                        "two workers worked on task {} in epoch {}: {} and {}",
-                        task.0, epoch, other, owner
-                    ),
-                );
-            }
-            Some(_) => {}
-            None => {
-                assert!(track.epoch_owners.len() < 1 << 20, "unbounded epochs");
-                track.epoch_owners.push((epoch, owner));
-            }
         }
     }
 
@@ -524,8 +553,8 @@ impl LeaseChecker {
         let task = TaskId(u32::try_from(call.resource).unwrap_or(u32::MAX));
         let (step, token, service) = (call.step, call.token, call.service.0);
         let Some(track) = self.tasks.get_mut(task.0 as usize) else {
-            let service_name = self.service_name(service);
-            self.report(
+            let service_name = self.cfg.service_name(service);
+            self.verdicts.report(
                 Invariant::ExactlyOnceEffects,
                 time_us,
                 Some(task),
@@ -569,8 +598,8 @@ impl LeaseChecker {
                 }
                 None => {
                     let steps = self.cfg.steps_per_task;
-                    let service_name = self.service_name(service);
-                    self.report(
+                    let service_name = self.cfg.service_name(service);
+                    self.verdicts.report(
                         Invariant::ExactlyOnceEffects,
                         time_us,
                         Some(task),
@@ -589,8 +618,8 @@ impl LeaseChecker {
             return;
         };
         if let Some(n) = applied.filter(|n| *n > 1) {
-            let service_name = self.service_name(service);
-            self.report(
+            let service_name = self.cfg.service_name(service);
+            self.verdicts.report(
                 Invariant::ExactlyOnceEffects,
                 time_us,
                 Some(task),
@@ -604,8 +633,8 @@ impl LeaseChecker {
         if let Some((at_us, newer)) = superseded_at_us
             && effect.decided_us > at_us
         {
-            let service_name = self.service_name(service);
-            self.report(
+            let service_name = self.cfg.service_name(service);
+            self.verdicts.report(
                 Invariant::NoDoubleOwnership,
                 time_us,
                 Some(task),
@@ -619,8 +648,8 @@ impl LeaseChecker {
             );
         }
         if let (Some(was), Some(_)) = (lower_than_accepted, applied) {
-            let service_name = self.service_name(service);
-            self.report(
+            let service_name = self.cfg.service_name(service);
+            self.verdicts.report(
                 Invariant::NoDoubleOwnership,
                 time_us,
                 Some(task),
@@ -630,7 +659,7 @@ impl LeaseChecker {
                 ),
             );
         }
-        self.claim_epoch(time_us, task, token, owner);
+        track.claim_epoch(&mut self.verdicts, time_us, task, token, owner);
     }
 
     fn on_heal(&mut self, time_us: u64) {
@@ -664,7 +693,7 @@ impl LeaseChecker {
         }
         for (task, step, doc) in unapplied {
             let service = self.cfg.step_names.get(step).cloned().unwrap_or_default();
-            self.report(
+            self.verdicts.report(
                 Invariant::ExactlyOnceEffects,
                 end_us,
                 Some(task),
@@ -681,7 +710,7 @@ impl LeaseChecker {
         let total_lost = lost.len();
         for (n, (task, doc)) in lost.into_iter().enumerate() {
             if n == MAX_NAMED_LOST_TASKS {
-                self.report(
+                self.verdicts.report(
                     Invariant::NoLostTask,
                     end_us,
                     None,
@@ -703,7 +732,7 @@ impl LeaseChecker {
                     d.steps_total
                 ),
             };
-            self.report(
+            self.verdicts.report(
                 Invariant::NoLostTask,
                 end_us,
                 Some(task),
@@ -778,7 +807,7 @@ impl LeaseChecker {
             (StoreRequest::DeleteIfVersion { key, .. }, StoreReply::Deleted) => {
                 if let Some(task) = task_of_key(key) {
                     let writer = self.writer(actor);
-                    self.report(
+                    self.verdicts.report(
                         Invariant::NoLostTask,
                         time_us,
                         Some(task),
