@@ -172,14 +172,16 @@ impl TaskTrack {
         let holder = self.epoch_owners.find(|(e, _)| *e == epoch);
         match holder.map(|&(_, o)| o) {
             Some(other) if other != owner => {
-                verdicts.report(
+                verdicts.report_with(
                     Invariant::NoDoubleOwnership,
                     time_us,
                     Some(task),
-                    format_args!(
-                        "two workers worked on task {} in epoch {}: {} and {}",
-                        task.0, epoch, other, owner
-                    ),
+                    move || {
+                        format!(
+                            "two workers worked on task {} in epoch {}: {} and {}",
+                            task.0, epoch, other, owner
+                        )
+                    },
                 );
             }
             Some(_) => {}
@@ -237,6 +239,22 @@ impl Verdicts {
         message: std::fmt::Arguments<'_>,
     ) {
         self.violate(invariant, time_us, task, message.to_string());
+    }
+
+    /// [`Self::report`] with the message made by `message`: a `move`
+    /// closure takes its values where the report is made, so the records
+    /// that pass keep none of them on the stack for it (`format_args!`
+    /// borrows them, and they were stored on every record).
+    #[cold]
+    #[inline(never)]
+    fn report_with(
+        &mut self,
+        invariant: Invariant,
+        time_us: u64,
+        task: Option<TaskId>,
+        message: impl FnOnce() -> String,
+    ) {
+        self.violate(invariant, time_us, task, message());
     }
 }
 
@@ -597,17 +615,14 @@ impl LeaseChecker {
                     Some(*n)
                 }
                 None => {
-                    let steps = self.cfg.steps_per_task;
-                    let service_name = self.cfg.service_name(service);
-                    self.verdicts.report(
-                        Invariant::ExactlyOnceEffects,
-                        time_us,
-                        Some(task),
-                        format_args!(
+                    let cfg = &self.cfg;
+                    self.verdicts.report_with(Invariant::ExactlyOnceEffects, time_us, Some(task), move || {
+                        let (steps, service_name) = (cfg.steps_per_task, cfg.service_name(service));
+                        format!(
                             "{service_name} applied step {step} of task {} which has only {steps} steps",
                             task.0
-                        ),
-                    );
+                        )
+                    });
                     return;
                 }
             }
@@ -617,47 +632,40 @@ impl LeaseChecker {
         let Writer::Worker(owner) = writer else {
             return;
         };
+        let cfg = &self.cfg;
         if let Some(n) = applied.filter(|n| *n > 1) {
-            let service_name = self.cfg.service_name(service);
-            self.verdicts.report(
-                Invariant::ExactlyOnceEffects,
-                time_us,
-                Some(task),
-                format_args!(
+            self.verdicts.report_with(Invariant::ExactlyOnceEffects, time_us, Some(task), move || {
+                let service_name = cfg.service_name(service);
+                format!(
                     "{service_name} applied step {step} of task {} a {} time (this one from {owner} at epoch {token})",
                     task.0,
                     ordinal(n)
-                ),
-            );
+                )
+            });
         }
         if let Some((at_us, newer)) = superseded_at_us
             && effect.decided_us > at_us
         {
-            let service_name = self.cfg.service_name(service);
-            self.verdicts.report(
-                Invariant::NoDoubleOwnership,
-                time_us,
-                Some(task),
-                format_args!(
+            let (decided_us, outcome) = (effect.decided_us, effect.outcome);
+            self.verdicts.report_with(Invariant::NoDoubleOwnership, time_us, Some(task), move || {
+                let service_name = cfg.service_name(service);
+                format!(
                     "{owner} decided to call {service_name} for step {step} of task {} at epoch {token} at {}, after the task had moved to epoch {newer} at {}; the service accepted it ({})",
                     task.0,
-                    fmt_s(effect.decided_us),
+                    fmt_s(decided_us),
                     fmt_s(at_us),
-                    if effect.outcome == EffectReply::Applied { "applied" } else { "deduplicated" },
-                ),
-            );
+                    if outcome == EffectReply::Applied { "applied" } else { "deduplicated" },
+                )
+            });
         }
         if let (Some(was), Some(_)) = (lower_than_accepted, applied) {
-            let service_name = self.cfg.service_name(service);
-            self.verdicts.report(
-                Invariant::NoDoubleOwnership,
-                time_us,
-                Some(task),
-                format_args!(
+            self.verdicts.report_with(Invariant::NoDoubleOwnership, time_us, Some(task), move || {
+                let service_name = cfg.service_name(service);
+                format!(
                     "{service_name} applied step {step} of task {} from {owner} at epoch {token} after it had already accepted epoch {was} for that task",
                     task.0
-                ),
-            );
+                )
+            });
         }
         track.claim_epoch(&mut self.verdicts, time_us, task, token, owner);
     }
