@@ -419,15 +419,13 @@ impl LeaseChecker {
         // to `verdicts`, a field apart): a lookup per use was a bounds
         // check each.
         let Some(track) = self.tasks.get_mut(task.0 as usize) else {
-            self.verdicts.report(
-                Invariant::NoLostTask,
-                time_us,
-                Some(task),
-                format_args!(
-                    "a document was written for task {} which the workload never created",
-                    task.0
-                ),
-            );
+            self.verdicts
+                .report_with(Invariant::NoLostTask, time_us, Some(task), move || {
+                    format!(
+                        "a document was written for task {} which the workload never created",
+                        task.0
+                    )
+                });
             return;
         };
         let verdicts = &mut self.verdicts;
@@ -436,11 +434,8 @@ impl LeaseChecker {
         let who = WriterName(writer);
         if let Some(b) = before {
             if b.state == TaskState::Done {
-                verdicts.report(
-                    Invariant::DoneIsFinal,
-                    time_us,
-                    Some(task),
-                    format_args!(
+                verdicts.report_with(Invariant::DoneIsFinal, time_us, Some(task), move || {
+                    format!(
                         "task {} was done (epoch {}, by {}) and {} overwrote it to {} at epoch {}",
                         task.0,
                         b.epoch,
@@ -448,27 +443,24 @@ impl LeaseChecker {
                         who,
                         fmt_state(new.state),
                         new.epoch
-                    ),
-                );
+                    )
+                });
             }
             let ownership_changes = matches!(new.state, TaskState::Pending | TaskState::Running)
                 && (b.state != new.state || b.owner != new.owner);
             if new.epoch < b.epoch {
-                verdicts.report(
-                    Invariant::EpochsMonotonic,
-                    time_us,
-                    Some(task),
-                    format_args!(
+                verdicts.report_with(Invariant::EpochsMonotonic, time_us, Some(task), move || {
+                    format!(
                         "task {} went from epoch {} back to {} (write by {})",
                         task.0, b.epoch, new.epoch, who
-                    ),
-                );
+                    )
+                });
             } else if ownership_changes && new.epoch == b.epoch {
-                verdicts.report(
+                verdicts.report_with(
                     Invariant::EpochsMonotonic,
                     time_us,
                     Some(task),
-                    format_args!(
+                    move || format!(
                         "task {} changed hands ({} {} -> {} {}) without an epoch bump: epoch stayed {} (write by {})",
                         task.0,
                         fmt_state(b.state),
@@ -481,11 +473,11 @@ impl LeaseChecker {
                 );
             }
             if new.steps_done < b.steps_done {
-                verdicts.report(
+                verdicts.report_with(
                     Invariant::ExactlyOnceEffects,
                     time_us,
                     Some(task),
-                    format_args!(
+                    move || format!(
                         "task {} went from {} steps done back to {} (write by {}): done steps would run again",
                         task.0, b.steps_done, new.steps_done, who
                     ),
@@ -496,11 +488,11 @@ impl LeaseChecker {
                 let own_progress =
                     b.state == TaskState::Running && b.owner == Some(o) && b.epoch == new.epoch;
                 if b.state == TaskState::Running && !own_progress {
-                    verdicts.report(
+                    verdicts.report_with(
                         Invariant::NoDoubleOwnership,
                         time_us,
                         Some(task),
-                        format_args!(
+                        move || format!(
                             "the store accepted a write to task {} from {} while {} held it at epoch {} (write: {} at epoch {})",
                             task.0,
                             o,
@@ -511,11 +503,11 @@ impl LeaseChecker {
                         ),
                     );
                 } else if b.state == TaskState::Pending && !claim {
-                    verdicts.report(
+                    verdicts.report_with(
                         Invariant::NoDoubleOwnership,
                         time_us,
                         Some(task),
-                        format_args!(
+                        move || format!(
                             "{} wrote task {} while it was pending and not claimed by it (write: {} owner {} epoch {})",
                             o,
                             task.0,
