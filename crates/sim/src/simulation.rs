@@ -1147,12 +1147,15 @@ impl<N: Node> Simulation<N> {
         let work_raw = slot.work_rng.random::<u64>();
         let now_us = self.now_us;
         let tag = || message_tag(&*output);
-        let fault = self
-            .faults
-            .message_fault(node, msg, leg, now_us, &mut slot.fault_rng, &tag);
-        let reply_fault =
-            self.faults
-                .message_fault(node, msg, reply_leg, now_us, &mut slot.fault_rng, &tag);
+        let (fault, reply_fault) = self.faults.message_faults(
+            node,
+            msg,
+            leg,
+            reply_leg,
+            now_us,
+            &mut slot.fault_rng,
+            &tag,
+        );
         let cut = slot.is_cut(leg);
         let actor = Actor::Node { node, incarnation };
         let work_us = match &*output {
