@@ -292,7 +292,7 @@ impl LegRates {
     }
 
     /// The end of the last band a message on `leg` can roll into: a roll at
-    /// or past it is no fault. The bands of `FaultInjector::message_fault`,
+    /// or past it is no fault. The bands of `FaultInjector::message_faults`,
     /// summed the same way (saturating), those `leg` cannot suffer left out.
     fn hit_end_ppm(&self, leg: Leg) -> u32 {
         let mut end = self
@@ -785,46 +785,67 @@ impl FaultInjector {
         }
     }
 
-    /// The fault (if any) for message `msg` of `node` on `leg`. `rng` is the
-    /// node's own message-fault stream, drawn from the same amount every time.
-    /// `tag` names the message (plan modes only ask for it).
+    /// The faults (if any) for message `msg` of `node` on its two legs, the
+    /// request's then the reply's, in that order. `rng` is the node's own
+    /// message-fault stream, drawn from the same amount every time. `tag`
+    /// names the message (plan modes only ask for it).
     ///
-    /// Inlined: every message asks twice (both legs), and generate mode is a
-    /// few compares and one draw; a plan's lookups stay out of line.
+    /// Inlined: every message asks, and generate mode is a few compares and
+    /// a draw per leg; a plan's lookups stay out of line. Both legs in one
+    /// call, so that generate mode tests its mode and the phase once.
     #[inline(always)]
-    pub fn message_fault(
+    #[allow(clippy::too_many_arguments)]
+    pub fn message_faults(
         &mut self,
         node: NodeId,
         msg: u64,
         leg: Leg,
+        reply_leg: Leg,
         now_us: u64,
         rng: &mut NodeRng,
         tag: &dyn Fn() -> u64,
-    ) -> Option<MessageAction> {
-        let in_phase = now_us < self.fault_phase_end_us;
+    ) -> (Option<MessageAction>, Option<MessageAction>) {
         match &self.mode {
-            Mode::Plan { .. } => self.planned_message_fault(node, msg, leg, now_us, tag),
+            Mode::Plan { .. } => (
+                self.planned_message_fault(node, msg, leg, now_us, tag),
+                self.planned_message_fault(node, msg, reply_leg, now_us, tag),
+            ),
             Mode::Generate { rates, dice, .. } => {
-                if !in_phase {
-                    return None;
+                if now_us >= self.fault_phase_end_us {
+                    return (None, None);
                 }
-                let d = dice[leg.index()];
-                if d.quiet {
-                    // No fault this leg can suffer all run (the scenario or the
-                    // swarm draw left every kind off): skip the dice, as every
-                    // message of the run will.
-                    return None;
-                }
-                // One draw per message and leg: the roll and the extra delay.
-                let (roll, extra) = halves(rng.random::<u64>());
-                let roll = ppm_roll(roll);
-                // Past the last band this leg has: no fault (most messages).
-                if roll >= d.hit_end_ppm {
-                    return None;
-                }
-                Self::message_action(&rates.legs[leg.index()], leg, roll, extra)
+                (
+                    Self::generated_message_fault(rates, dice, leg, rng),
+                    Self::generated_message_fault(rates, dice, reply_leg, rng),
+                )
             }
         }
+    }
+
+    /// [`FaultInjector::message_faults`] for one leg, in the fault phase of
+    /// generate mode.
+    #[inline(always)]
+    fn generated_message_fault(
+        rates: &FaultRates,
+        dice: &[LegDice; 4],
+        leg: Leg,
+        rng: &mut NodeRng,
+    ) -> Option<MessageAction> {
+        let d = dice[leg.index()];
+        if d.quiet {
+            // No fault this leg can suffer all run (the scenario or the
+            // swarm draw left every kind off): skip the dice, as every
+            // message of the run will.
+            return None;
+        }
+        // One draw per message and leg: the roll and the extra delay.
+        let (roll, extra) = halves(rng.random::<u64>());
+        let roll = ppm_roll(roll);
+        // Past the last band this leg has: no fault (most messages).
+        if roll >= d.hit_end_ppm {
+            return None;
+        }
+        Self::message_action(&rates.legs[leg.index()], leg, roll, extra)
     }
 
     /// The fault a roll below its leg's `hit_end_ppm` strikes (generate
@@ -854,7 +875,8 @@ impl FaultInjector {
         })
     }
 
-    /// [`FaultInjector::message_fault`] for a run driven by a plan.
+    /// [`FaultInjector::message_faults`] for one leg, for a run driven by a
+    /// plan.
     #[inline(never)]
     fn planned_message_fault(
         &mut self,

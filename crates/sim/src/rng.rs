@@ -51,10 +51,32 @@ pub enum Concern {
 /// microseconds), far below anything a run can tell apart.
 #[inline]
 pub fn in_range(bits: u32, lo: u64, hi: u64) -> u64 {
-    assert!(lo <= hi, "empty range {lo}..={hi}");
-    let span = hi - lo + 1;
-    assert!(span <= 1 << 32, "span {span} is wider than 32 bits");
-    lo + ((bits as u64 * span) >> 32)
+    DrawRange::new(lo, hi).draw(bits)
+}
+
+/// A range `lo..=hi` checked once, when made, for what [`in_range`] needs
+/// (nonempty, at most 2^32 values): a range drawn from on every message
+/// pays for its checks once, not per draw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DrawRange {
+    lo: u64,
+    /// `hi - lo + 1`, in `1..=2^32` (private: only `new` makes one).
+    span: u64,
+}
+
+impl DrawRange {
+    pub fn new(lo: u64, hi: u64) -> DrawRange {
+        assert!(lo <= hi, "empty range {lo}..={hi}");
+        let span = hi - lo + 1;
+        assert!(span <= 1 << 32, "span {span} is wider than 32 bits");
+        DrawRange { lo, span }
+    }
+
+    /// [`in_range`] on this range.
+    #[inline]
+    pub fn draw(self, bits: u32) -> u64 {
+        self.lo + ((bits as u64 * self.span) >> 32)
+    }
 }
 
 /// [`in_range`] for a signed range.

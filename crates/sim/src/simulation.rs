@@ -17,7 +17,7 @@ use crate::queue::{
     EventQueue, PoppedSlot, TimerQueue, order_is_empty, order_seq, order_slot, order_time_us,
 };
 use crate::record::{Actor, InputSummary, LossReason, Observer, Record, RecordKind};
-use crate::rng::{Concern, NodeRng, RngStreams, halves, in_range};
+use crate::rng::{Concern, DrawRange, NodeRng, RngStreams, halves};
 use crate::services::{EffectService, ServiceSpec};
 use crate::store::{StoreStats, VersionedStore};
 use crate::trace_hash::{Gather, TraceHasher};
@@ -251,6 +251,8 @@ struct Workload<K, V> {
 
 pub struct Simulation<N: Node> {
     config: SimConfig,
+    /// `config.network`'s latencies, checked once for every message's draws.
+    latency_us: DrawRange,
     now_us: u64,
     queue: EventQueue<Event<N::Key, N::Value>>,
     slots: Vec<Slot<N>>,
@@ -436,7 +438,9 @@ fn hash_record<K: Hash, V: Hash, E: Hash>(record: &Record<'_, K, V, E>, hasher: 
 
 impl<N: Node> Simulation<N> {
     pub fn new(config: SimConfig, seed: u64, factory: NodeFactory<N>) -> Simulation<N> {
-        assert!(config.network.latency_us_min <= config.network.latency_us_max);
+        // Asserts the range nonempty and at most 2^32 wide, once for the run.
+        let latency_us =
+            DrawRange::new(config.network.latency_us_min, config.network.latency_us_max);
         assert!(config.exit_restart_us_min <= config.exit_restart_us_max);
         assert!(config.limits.max_queue_len > 0);
         let streams = RngStreams::new(seed);
@@ -444,6 +448,7 @@ impl<N: Node> Simulation<N> {
             queue: EventQueue::new(config.limits.max_queue_len),
             faults: FaultInjector::new(config.faults.clone(), config.fault_phase_end_us, streams),
             config,
+            latency_us,
             now_us: 0,
             slots: Vec::new(),
             stream_ids: BTreeSet::new(),
@@ -1132,24 +1137,25 @@ impl<N: Node> Simulation<N> {
         // latencies and the work time always, the fault dice for legs that
         // can fault at all. What a message draws never depends on what
         // an earlier message drew, so plans replay on the same numbers.
-        let net = self.config.network;
         let slot = &mut self.slots[node.index()];
         slot.msgs += 1;
         let msg = slot.msgs;
+        // Both latencies, as 32 bits each, scaled where they are used.
         let (there, back) = halves(slot.net_rng.random::<u64>());
-        let latency_us = in_range(there, net.latency_us_min, net.latency_us_max);
-        let reply_latency_us = in_range(back, net.latency_us_min, net.latency_us_max);
         // Drawn for store requests too, so that a call's work time depends
         // only on how many messages the node sent before it.
         let work_raw = slot.work_rng.random::<u64>();
         let now_us = self.now_us;
         let tag = || message_tag(&*output);
-        let fault = self
-            .faults
-            .message_fault(node, msg, leg, now_us, &mut slot.fault_rng, &tag);
-        let reply_fault =
-            self.faults
-                .message_fault(node, msg, reply_leg, now_us, &mut slot.fault_rng, &tag);
+        let (fault, reply_fault) = self.faults.message_faults(
+            node,
+            msg,
+            leg,
+            reply_leg,
+            now_us,
+            &mut slot.fault_rng,
+            &tag,
+        );
         let cut = slot.is_cut(leg);
         let actor = Actor::Node { node, incarnation };
         let work_us = match &*output {
@@ -1166,7 +1172,7 @@ impl<N: Node> Simulation<N> {
             msg,
             decided_us,
             sent_us: self.now_us,
-            reply_latency_us,
+            reply_latency_us: self.latency_us.draw(back),
             reply_fault,
             refuse: None,
             work_us,
@@ -1194,7 +1200,7 @@ impl<N: Node> Simulation<N> {
             return false;
         }
         // When the message arrives, and its duplicate if it has one.
-        let mut first_at = self.now_us + latency_us;
+        let mut first_at = self.now_us + self.latency_us.draw(there);
         let mut copy_at = None;
         match fault {
             Some(MessageAction::Drop) => {
