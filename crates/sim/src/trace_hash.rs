@@ -26,6 +26,43 @@ const RECORD_ROOM: usize = 256;
 /// instead of one per field.
 pub(crate) use leasehold_interface::FixedBytes as Gather;
 
+/// The integer writes of both hashers ([`TraceHasher`] and a record's
+/// `Appender`), written once so their encodings cannot drift apart: each
+/// type supplies `put` and `put_small`. Little-endian, and `usize` as if 64
+/// bits wide, so the hash is the same on every platform. `usize` and
+/// `isize` carry lengths and the derived enum discriminants, nearly always
+/// small: one byte below 255, else a 255 marker and all eight. The code is
+/// prefix-free, so distinct streams stay distinct, and a third of a
+/// record's bytes (its discriminants) shrink eightfold.
+macro_rules! integer_writes {
+    () => {
+        #[inline(always)]
+        fn write_u8(&mut self, i: u8) {
+            self.put([i]);
+        }
+        #[inline(always)]
+        fn write_usize(&mut self, i: usize) {
+            self.put_small(i as u64);
+        }
+        #[inline(always)]
+        fn write_isize(&mut self, i: isize) {
+            self.put_small(i as i64 as u64);
+        }
+        #[inline(always)]
+        fn write_u64(&mut self, i: u64) {
+            self.put(i.to_le_bytes());
+        }
+        #[inline(always)]
+        fn write_u32(&mut self, i: u32) {
+            self.put(i.to_le_bytes());
+        }
+        #[inline(always)]
+        fn write_u16(&mut self, i: u16) {
+            self.put(i.to_le_bytes());
+        }
+    };
+}
+
 pub struct TraceHasher {
     /// twox-hash's xxh3: it picks AVX2 for the bulk stripes at run time
     /// where the CPU has it (xxhash-rust picked SSE2 at compile time).
@@ -410,31 +447,8 @@ impl Hasher for Appender<'_> {
         self.len = len + n;
     }
 
-    // The same encodings as `TraceHasher`'s (see there).
-    #[inline(always)]
-    fn write_u8(&mut self, i: u8) {
-        self.put([i]);
-    }
-    #[inline(always)]
-    fn write_usize(&mut self, i: usize) {
-        self.put_small(i as u64);
-    }
-    #[inline(always)]
-    fn write_isize(&mut self, i: isize) {
-        self.put_small(i as i64 as u64);
-    }
-    #[inline(always)]
-    fn write_u64(&mut self, i: u64) {
-        self.put(i.to_le_bytes());
-    }
-    #[inline(always)]
-    fn write_u32(&mut self, i: u32) {
-        self.put(i.to_le_bytes());
-    }
-    #[inline(always)]
-    fn write_u16(&mut self, i: u16) {
-        self.put(i.to_le_bytes());
-    }
+    // The same encodings as `TraceHasher`'s, from one definition.
+    integer_writes!();
 }
 
 /// What a store reply adds after its tag.
@@ -468,36 +482,7 @@ impl Hasher for TraceHasher {
         self.len = (len + n) as u16;
     }
 
-    // Little-endian, and `usize` as if 64 bits wide, so the hash is the same
-    // on every platform.
-    #[inline(always)]
-    fn write_u8(&mut self, i: u8) {
-        self.put([i]);
-    }
-    // `usize` and `isize` carry lengths and the derived enum discriminants,
-    // nearly always small: one byte below 255, else a 255 marker and all
-    // eight. The code is prefix-free, so distinct streams stay distinct, and
-    // a third of a record's bytes (its discriminants) shrink eightfold.
-    #[inline(always)]
-    fn write_usize(&mut self, i: usize) {
-        self.put_small(i as u64);
-    }
-    #[inline(always)]
-    fn write_isize(&mut self, i: isize) {
-        self.put_small(i as i64 as u64);
-    }
-    #[inline(always)]
-    fn write_u64(&mut self, i: u64) {
-        self.put(i.to_le_bytes());
-    }
-    #[inline(always)]
-    fn write_u32(&mut self, i: u32) {
-        self.put(i.to_le_bytes());
-    }
-    #[inline(always)]
-    fn write_u16(&mut self, i: u16) {
-        self.put(i.to_le_bytes());
-    }
+    integer_writes!();
 }
 
 #[cfg(test)]
