@@ -227,11 +227,7 @@ impl<T> EventQueue<T> {
     /// evaluated before the call, and copied again into the slab.)
     #[inline(always)]
     pub fn push_with(&mut self, time_us: u64, make: impl FnOnce() -> T) {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        assert!(seq < MAX_SEQ, "sequence numbers exhausted");
-        let cell = self.insert(time_us, seq);
-        *cell = Some(make());
+        self.push_in_place(time_us, |cell| *cell = Some(make()));
     }
 
     /// [`EventQueue::push_with`] for a `fill` that writes the event into its
@@ -240,9 +236,7 @@ impl<T> EventQueue<T> {
     /// of its own, known apart from its other places).
     #[inline(always)]
     pub(crate) fn push_in_place(&mut self, time_us: u64, fill: impl FnOnce(&mut Option<T>)) {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        assert!(seq < MAX_SEQ, "sequence numbers exhausted");
+        let seq = self.next_seq();
         let cell = self.insert(time_us, seq);
         fill(&mut *cell);
         debug_assert!(cell.is_some(), "a pushed event fills its cell");
@@ -439,11 +433,11 @@ impl<T> EventQueue<T> {
     /// A sequence number for something ordered with the events but kept
     /// elsewhere (a [`TimerQueue`] entry).
     ///
-    /// One test, as in `push_with`: `seq < MAX_SEQ` is `reserve_seqs(1)`'s
+    /// One test: `seq < MAX_SEQ` is `reserve_seqs(1)`'s
     /// `next_seq <= MAX_SEQ` after the add, and with `next_seq` never past
     /// `MAX_SEQ` the add cannot overflow (its `checked_add` cost a second
     /// test per re-armed timer).
-    #[inline]
+    #[inline(always)]
     pub fn next_seq(&mut self) -> u64 {
         let seq = self.next_seq;
         assert!(seq < MAX_SEQ, "sequence numbers exhausted");
