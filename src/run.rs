@@ -234,7 +234,14 @@ impl Observer<DocKey, DocValue, LeaseEvent> for RunObserver<'_, '_> {
     // but `extra`: they are skipped here without a call.
     #[inline]
     fn record(&mut self, record: &Record<'_, DocKey, DocValue, LeaseEvent>) {
-        match record.kind {
+        self.record_parts(record.time_us, record.kind);
+    }
+
+    // By parts, so the kinds skipped are skipped before the record is built.
+    #[inline(always)]
+    fn record_parts(&mut self, time_us: u64, kind: RecordKind<'_, DocKey, DocValue, LeaseEvent>) {
+        let record = |kind| Record { time_us, kind };
+        match kind {
             // A poll's scan, the commonest store record: only the load
             // counter reads it (the checker judges writes), counted here
             // without a call.
@@ -249,13 +256,13 @@ impl Observer<DocKey, DocValue, LeaseEvent> for RunObserver<'_, '_> {
                 );
                 self.load.index_scan(start);
             }
-            RecordKind::Store { .. } => self.store(record),
-            RecordKind::Effect { .. } => self.effect(record),
-            RecordKind::Fault(_) | RecordKind::HealPhase => self.other(record),
+            RecordKind::Store { .. } => self.store(&record(kind)),
+            RecordKind::Effect { .. } => self.effect(&record(kind)),
+            RecordKind::Fault(_) | RecordKind::HealPhase => self.other(&record(kind)),
             ref kind => {
                 debug_assert!(!LeaseChecker::judges(kind), "a kind judged but not handled");
                 if self.extra.is_some() {
-                    self.other(record);
+                    self.other(&record(*kind));
                 }
             }
         }

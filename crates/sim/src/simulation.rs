@@ -283,9 +283,9 @@ fn emit<K: Hash, V: Hash, E: Hash, O: Observer<K, V, E>>(
     time_us: u64,
     kind: RecordKind<'_, K, V, E>,
 ) {
-    let record = Record { time_us, kind };
-    hash_record(&record, hasher);
-    observer.record(&record);
+    hash_record(&Record { time_us, kind }, hasher);
+    // By parts: a record the observer skips is never built in memory.
+    observer.record_parts(time_us, kind);
 }
 
 /// Feed one record to the trace hash. Everything a run decides is hashed in
