@@ -250,49 +250,24 @@ impl Appender<'_> {
         reply: &StoreReply<K, V>,
         before: Option<&Document<K, V>>,
     ) {
-        const STORE_TAG: u64 = u64::MAX - 1;
         // Room for a whole record but a long scan's, tested once: each
         // write's own test then folds away where the offsets are known.
         if self.len > BUFFER_BYTES - RECORD_ROOM {
             self.len = spill(self.hasher, self.len);
         }
-        // The request's derived discriminant, in declaration order (one
-        // byte: see `write_isize`).
-        let discriminant: u8 = match op {
-            StoreRequest::Get { .. } => 0,
-            StoreRequest::CreateIfAbsent { .. } => 1,
-            StoreRequest::PutIfVersion { .. } => 2,
-            StoreRequest::PutUnconditional { .. } => 3,
-            StoreRequest::DeleteIfVersion { .. } => 4,
-            StoreRequest::Scan { .. } => 5,
-            StoreRequest::ScanIndex { .. } => 6,
-        };
-        match actor {
-            Actor::Node { node, incarnation } => self.put_gathered(
-                Gather::<34>::new()
-                    .u64(time_us)
-                    .u64(STORE_TAG)
-                    .u8(0)
-                    .u32(node.0)
-                    .u32(incarnation)
-                    .u64(request.0)
-                    .u8(discriminant),
-            ),
-            Actor::External => self.put_gathered(
-                Gather::<26>::new()
-                    .u64(time_us)
-                    .u64(STORE_TAG)
-                    .u8(1)
-                    .u64(request.0)
-                    .u8(discriminant),
-            ),
-        }
         let before = before.map(|d| d.version);
-        // The request's fields after its discriminant, as derived.
+        // One match on the request: each arm writes the head with its
+        // request's derived discriminant as a constant (in declaration
+        // order; one byte, see `write_isize`), then the request's fields
+        // after it, as derived. (A discriminant found by a match of its
+        // own decoded the request's tag twice.)
         match op {
-            StoreRequest::Get { key } => key.hash(self),
-            StoreRequest::CreateIfAbsent { key, value, index }
-            | StoreRequest::PutUnconditional { key, value, index } => {
+            StoreRequest::Get { key } => {
+                self.put_store_head(time_us, actor, request, 0);
+                key.hash(self);
+            }
+            StoreRequest::CreateIfAbsent { key, value, index } => {
+                self.put_store_head(time_us, actor, request, 1);
                 key.hash(self);
                 value.hash(self);
                 self.put_option(index);
@@ -303,39 +278,33 @@ impl Appender<'_> {
                 value,
                 index,
             } => {
+                self.put_store_head(time_us, actor, request, 2);
                 key.hash(self);
                 self.put(expected.to_le_bytes());
                 value.hash(self);
                 self.put_option(index);
             }
+            StoreRequest::PutUnconditional { key, value, index } => {
+                self.put_store_head(time_us, actor, request, 3);
+                key.hash(self);
+                value.hash(self);
+                self.put_option(index);
+            }
             StoreRequest::DeleteIfVersion { key, expected } => {
+                self.put_store_head(time_us, actor, request, 4);
                 key.hash(self);
                 self.put(expected.to_le_bytes());
             }
-            StoreRequest::Scan { start, end, limit }
-            | StoreRequest::ScanIndex { start, end, limit } => {
-                start.hash(self);
-                end.hash(self);
-                match reply {
-                    // The limit and the reply's `(4u8, len, more)` in one
-                    // put while the length takes one byte.
-                    StoreReply::Scanned { docs, more }
-                        if docs.len() < usize::from(SMALL_MARKER) =>
-                    {
-                        self.put_gathered(
-                            Gather::<7>::new()
-                                .u32(*limit)
-                                .u8(4)
-                                .u8(docs.len() as u8)
-                                .u8(u8::from(*more)),
-                        );
-                        for d in docs {
-                            self.put(d.version.to_le_bytes());
-                        }
-                        self.put_option_u64(before);
-                        return;
-                    }
-                    _ => self.put(limit.to_le_bytes()),
+            StoreRequest::Scan { start, end, limit } => {
+                self.put_store_head(time_us, actor, request, 5);
+                if self.put_scan(start, end, *limit, reply, before) {
+                    return;
+                }
+            }
+            StoreRequest::ScanIndex { start, end, limit } => {
+                self.put_store_head(time_us, actor, request, 6);
+                if self.put_scan(start, end, *limit, reply, before) {
+                    return;
                 }
             }
         }
@@ -359,6 +328,70 @@ impl Appender<'_> {
                 self.put_option_u64(before);
             }
             StoreReply::Unavailable => self.put_reply_before(5, Reply::Tag, before),
+        }
+    }
+
+    /// A store record's head: the time, a tag no derived discriminant
+    /// writes, the actor and request id, and the request's discriminant.
+    #[inline(always)]
+    fn put_store_head(&mut self, time_us: u64, actor: Actor, request: RequestId, discriminant: u8) {
+        const STORE_TAG: u64 = u64::MAX - 1;
+        match actor {
+            Actor::Node { node, incarnation } => self.put_gathered(
+                Gather::<34>::new()
+                    .u64(time_us)
+                    .u64(STORE_TAG)
+                    .u8(0)
+                    .u32(node.0)
+                    .u32(incarnation)
+                    .u64(request.0)
+                    .u8(discriminant),
+            ),
+            Actor::External => self.put_gathered(
+                Gather::<26>::new()
+                    .u64(time_us)
+                    .u64(STORE_TAG)
+                    .u8(1)
+                    .u64(request.0)
+                    .u8(discriminant),
+            ),
+        }
+    }
+
+    /// A scan's fields after its discriminant, as derived; and when the
+    /// reply is a page of under 255 documents, the rest of the record, in
+    /// which case it answers `true`. The limit and the reply's `(4u8, len,
+    /// more)` go in one put while the length takes one byte.
+    #[inline(always)]
+    fn put_scan<K: Hash, V: Hash>(
+        &mut self,
+        start: &K,
+        end: &K,
+        limit: u32,
+        reply: &StoreReply<K, V>,
+        before: Option<u64>,
+    ) -> bool {
+        start.hash(self);
+        end.hash(self);
+        match reply {
+            StoreReply::Scanned { docs, more } if docs.len() < usize::from(SMALL_MARKER) => {
+                self.put_gathered(
+                    Gather::<7>::new()
+                        .u32(limit)
+                        .u8(4)
+                        .u8(docs.len() as u8)
+                        .u8(u8::from(*more)),
+                );
+                for d in docs {
+                    self.put(d.version.to_le_bytes());
+                }
+                self.put_option_u64(before);
+                true
+            }
+            _ => {
+                self.put(limit.to_le_bytes());
+                false
+            }
         }
     }
 
