@@ -90,8 +90,15 @@ pub enum LossReason {
     Hung,
 }
 
+// An explicit tag, not a niche in the effect record's actor: a record
+// site's kind is then a constant the simulator's matches on it fold away
+// (through the niche, the effect site decoded the actor's tag to find the
+// kind it had just built). Its derived `Hash` writes the tag as a `u8`
+// where a niche enum's writes an `isize`: the trace hasher writes both as
+// the same one byte.
 #[derive(Debug, Hash, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[repr(u8)]
 pub enum RecordKind<'a, K, V, E> {
     /// A node handled an input at its local time `local`.
     Step {
