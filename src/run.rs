@@ -515,24 +515,28 @@ fn simulate_inner(
             stream_id,
         });
     }
-    let arrivals = arrivals_ms(scn, seed);
-    let last_arrival_ms = arrivals.iter().copied().max().unwrap_or(0);
     // Task ids keep their draw order (stable under shrinking); the workload
-    // is fed to the simulator in time order, ties by id.
-    let mut by_time: Vec<(u64, u32)> = arrivals
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (*t, i as u32))
-        .collect();
+    // is fed to the simulator in time order, ties by id. Each arrival is
+    // packed as `time_ms << 32 | id`, so the sort compares one integer (a
+    // `(time, id)` pair sorted at twice the cost) and the list is rewritten
+    // in place, half the size.
+    assert!(
+        s.tasks.arrival_window_ms <= u64::from(u32::MAX),
+        "an arrival time too large to pack (validation bounds it)"
+    );
+    let mut by_time = arrivals_ms(scn, seed);
+    assert!(by_time.len() <= u32::MAX as usize, "task ids past u32");
+    for (id, at) in by_time.iter_mut().enumerate() {
+        *at = *at << 32 | id as u64;
+    }
     by_time.sort_unstable();
-    let arrivals = Arc::new(by_time);
+    let last_arrival_ms = by_time.last().map_or(0, |key| key >> 32);
     let steps_total = s.tasks.steps_per_task();
-    let workload_arrivals = Arc::clone(&arrivals);
     sim.set_workload(
-        arrivals.len() as u64,
+        by_time.len() as u64,
         Box::new(move |i: u64| {
-            let (at_ms, id) = workload_arrivals[i as usize];
-            let task = TaskId(id);
+            let key = by_time[i as usize];
+            let (at_ms, task) = (key >> 32, TaskId(key as u32));
             let doc = TaskDoc::new_pending(steps_total);
             let op = StoreRequest::CreateIfAbsent {
                 key: DocKey::Task { task },

@@ -151,7 +151,8 @@ struct TaskTrack {
     doc: Option<TaskDoc>,
     /// Which owner held each epoch it was running in.
     epoch_owners: ShortList<(u64, Owner), 2>,
-    /// (time, new epoch) for every accepted write that changed the epoch.
+    /// (time, new epoch) for every accepted write that changed the epoch,
+    /// but to 0 (a creation's).
     epoch_changes: ShortList<(u64, u64), 3>,
     /// Highest epoch each service accepted for this task.
     service_tokens: ShortList<(u16, u64), 3>,
@@ -524,7 +525,11 @@ impl LeaseChecker {
         {
             track.claim_epoch(verdicts, time_us, task, new.epoch, owner);
         }
-        if track.doc.is_none_or(|d| d.epoch != new.epoch) {
+        // `on_effect` looks for the first change to an epoch above a token:
+        // never to epoch 0, the creation's, which is left out. So a task
+        // claimed, re-queued and claimed again still fits in place (it grew
+        // a heap list before).
+        if track.doc.is_none_or(|d| d.epoch != new.epoch) && new.epoch != 0 {
             assert!(
                 track.epoch_changes.len() < 1 << 20,
                 "unbounded epoch history"
