@@ -388,6 +388,15 @@ impl<T> EventQueue<T> {
         Some((key.time_us, PoppedSlot(key.slot() as u32)))
     }
 
+    /// The event in `slot` (from [`EventQueue::pop_slot`]), read where it
+    /// lies in the slab, before [`EventQueue::take`] frees it.
+    #[inline(always)]
+    pub(crate) fn popped(&self, slot: &PoppedSlot) -> &T {
+        self.slab[slot.0 as usize]
+            .as_ref()
+            .expect("a queued key names a full slot")
+    }
+
     /// Move the event out of `slot` (from [`EventQueue::pop_slot`]) and free
     /// the slot.
     #[inline]
