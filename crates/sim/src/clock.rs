@@ -85,9 +85,6 @@ impl LocalClock {
                 target.clamp(0, u64::MAX as i128) as u64
             };
         }
-        if target <= 0 || self.local(0) >= local {
-            return 0;
-        }
         // Exactly, in closed form (a settling loop here read the clock three
         // times per call). For `sim >= 0`, `local(sim) - offset` is
         // `sim + trunc(sim * drift / PPM)`, that is `floor(sim * rate / PPM)`
@@ -95,22 +92,52 @@ impl LocalClock {
         // (truncation rounds towards zero), with `rate = PPM + drift > 0`.
         // So the earliest `sim` reading at least `target` (>= 1 here) is
         // `ceil(target * PPM / rate)`, or `floor((target - 1) * PPM / rate) + 1`.
+        // In i64 when nothing overflows (see `local`): the same value as
+        // the i128 form below, in fewer instructions (it runs at every
+        // re-arm of a drifting node's timer).
+        if let Some(target) = i64::try_from(local.as_micros())
+            .ok()
+            .and_then(|l| l.checked_sub(self.offset_us))
+        {
+            // `local(0)` reads `max(offset, 0)`: with `target > 0` (`local`
+            // past the offset) that is at least `local` only for a zero
+            // `local`. So this is the test below, `self.local(0) >= local`.
+            if target <= 0 || local == Instant::ZERO {
+                return 0;
+            }
+            let rate = PPM as i64 + self.drift_ppm;
+            let (numerator, add) = if self.drift_ppm >= 0 {
+                (target, rate - 1)
+            } else {
+                (target - 1, rate)
+            };
+            if let Some(t) = numerator
+                .checked_mul(PPM as i64)
+                .and_then(|t| t.checked_add(add))
+            {
+                // Both operands positive: the unsigned quotient is the
+                // signed one, and fits a `u64`.
+                return self.checked_inverse(t as u64 / rate as u64, local);
+            }
+        }
+        if target <= 0 || self.local(0) >= local {
+            return 0;
+        }
+        // The same in i128, for values past the i64 form's.
         let rate = PPM + self.drift_ppm as i128;
         let (numerator, add) = if self.drift_ppm >= 0 {
             (target, rate - 1)
         } else {
             (target - 1, rate)
         };
-        // In i64 when the product fits (see `local`); the same value.
-        let sim = i64::try_from(numerator)
-            .ok()
-            .and_then(|t| t.checked_mul(PPM as i64))
-            .and_then(|t| t.checked_add(add as i64))
-            .map_or_else(
-                || (numerator * PPM + add) / rate,
-                |t| (t / rate as i64) as i128,
-            );
-        let sim = sim.clamp(0, u64::MAX as i128) as u64;
+        let sim = (numerator * PPM + add) / rate;
+        self.checked_inverse(sim.clamp(0, u64::MAX as i128) as u64, local)
+    }
+
+    /// `sim`, checked to be the earliest simulated time reading at least
+    /// `local` ([`LocalClock::sim_time_for`] of a drifting clock).
+    #[inline(always)]
+    fn checked_inverse(&self, sim: u64, local: Instant) -> u64 {
         assert!(self.local(sim) >= local, "clock inversion is not exact");
         debug_assert!(
             sim == 0 || self.local(sim - 1) < local,
@@ -185,7 +212,14 @@ mod tests {
                     assert!(c.local(t) >= l, "{drift} {offset} {local}");
                     assert!(t == 0 || c.local(t - 1) < l, "{drift} {offset} {local}");
                 }
-                for local in [1u64 << 40, (1 << 50) + 999_999, i64::MAX as u64 / 2] {
+                // The i64 form, then the i128 form (a product past i64, then a
+                // reading past it).
+                for local in [
+                    1u64 << 40,
+                    (1 << 50) + 999_999,
+                    i64::MAX as u64 / 2,
+                    i64::MAX as u64 + 12_345,
+                ] {
                     let l = Instant::from_micros(local);
                     let t = c.sim_time_for(l);
                     assert!(c.local(t) >= l && c.local(t - 1) < l, "{drift} {local}");

@@ -292,28 +292,30 @@ impl<T> EventQueue<T> {
     }
 
     /// Queue `key`: as the front if it orders before everything queued,
-    /// else in the heap.
+    /// else in the heap. One `sift_up` site, inlined: with two, the sift
+    /// was a call from each.
     #[inline(always)]
     fn place(&mut self, key: Key) {
         let order = key.order();
-        if order < self.front.order() {
+        let to_heap = if order < self.front.order() {
             if self.front.is_some() {
                 // Before the front, so before the heap too: the front moves
                 // into the heap (to its root).
-                let old = std::mem::replace(&mut self.front, key);
-                self.sift_up(old);
-                return;
-            }
-            if self.heap.first().is_none_or(|root| order < root.order()) {
+                std::mem::replace(&mut self.front, key)
+            } else if self.heap.first().is_none_or(|root| order < root.order()) {
                 self.front = key;
                 return;
+            } else {
+                key
             }
-        }
-        self.sift_up(key);
+        } else {
+            key
+        };
+        self.sift_up(to_heap);
     }
 
     /// Add `key` at the bottom and move it up to its place.
-    #[inline]
+    #[inline(always)]
     fn sift_up(&mut self, key: Key) {
         if self.heap.len() == self.heap.capacity() {
             // Out of line and as a tail call: with no call on the common
@@ -384,6 +386,15 @@ impl<T> EventQueue<T> {
     pub(crate) fn pop_slot(&mut self) -> Option<(u64, PoppedSlot)> {
         let key = self.pop_min()?;
         Some((key.time_us, PoppedSlot(key.slot() as u32)))
+    }
+
+    /// The event in `slot` (from [`EventQueue::pop_slot`]), read where it
+    /// lies in the slab, before [`EventQueue::take`] frees it.
+    #[inline(always)]
+    pub(crate) fn popped(&self, slot: &PoppedSlot) -> &T {
+        self.slab[slot.0 as usize]
+            .as_ref()
+            .expect("a queued key names a full slot")
     }
 
     /// Move the event out of `slot` (from [`EventQueue::pop_slot`]) and free

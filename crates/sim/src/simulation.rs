@@ -704,6 +704,12 @@ impl<N: Node> Simulation<N> {
         out: &mut Outputs<N>,
         observer: &mut O,
     ) {
+        if let Event::ToStore { .. } = self.queue.popped(&slot) {
+            // Read where it lies: moved out, the request and its envelope
+            // (~150 bytes) were copied to the stack first, since the
+            // workload's next arrival may be pushed before they are read.
+            return self.store_arrive(slot, observer);
+        }
         match self.queue.take(slot) {
             Event::Boot { node } => self.boot(node, out, observer),
             Event::ToNode {
@@ -735,14 +741,7 @@ impl<N: Node> Simulation<N> {
                 }
                 self.step(node, input, out, observer);
             }
-            Event::ToStore { env, op } => {
-                if matches!(env.actor, Actor::External) {
-                    // Only the workload sends as `External`: its next arrival
-                    // enters the queue as this one leaves it.
-                    self.feed_workload();
-                }
-                self.store_arrive(env, op, observer)
-            }
+            Event::ToStore { .. } => unreachable!("a store request is handled in its cell"),
             Event::ToService { env, call } => self.service_arrive(env, call, observer),
             Event::Resume { node, incarnation } => self.resume(node, incarnation, observer),
             Event::Scheduled(fault) => self.scheduled(fault, observer),
@@ -1373,12 +1372,24 @@ impl<N: Node> Simulation<N> {
         }
     }
 
+    /// A store request (the event in `slot`, just popped) reaches the
+    /// store. It is read in its slab cell and dropped with it once the
+    /// record is written, before the reply takes a cell.
+    #[inline(always)]
     fn store_arrive<O: Observer<N::Key, N::Value, N::Event>>(
         &mut self,
-        env: Envelope,
-        op: StoreRequest<N::Key, N::Value>,
+        slot: PoppedSlot,
         observer: &mut O,
     ) {
+        let Event::ToStore { env, .. } = self.queue.popped(&slot) else {
+            unreachable!("a store request's slot");
+        };
+        let env = *env;
+        if matches!(env.actor, Actor::External) {
+            // Only the workload sends as `External`: its next arrival
+            // enters the queue as this one leaves it.
+            self.feed_workload();
+        }
         let is_node = matches!(env.actor, Actor::Node { .. });
         if is_node && self.store_outages[OutageMode::Timeout as usize] > 0 {
             if let Actor::Node { node, incarnation } = env.actor {
@@ -1391,15 +1402,19 @@ impl<N: Node> Simulation<N> {
                     observer,
                 );
             }
+            drop(self.queue.take(slot));
             return;
         }
         let refused =
             is_node && (self.store_outages[OutageMode::Fail as usize] > 0 || env.refuse.is_some());
+        let Event::ToStore { op, .. } = self.queue.popped(&slot) else {
+            unreachable!("a store request's slot");
+        };
         let (reply, before) = if refused {
             self.store.count_unavailable();
             (StoreReply::Unavailable, None)
         } else {
-            self.store.apply(&op)
+            self.store.apply(op)
         };
         emit(
             &mut self.hasher,
@@ -1408,11 +1423,12 @@ impl<N: Node> Simulation<N> {
             RecordKind::Store {
                 actor: env.actor,
                 request: env.request,
-                op: &op,
+                op,
                 reply: &reply,
                 before: before.as_ref(),
             },
         );
+        drop(self.queue.take(slot));
         let request = env.request;
         self.reply(
             env,
