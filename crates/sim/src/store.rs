@@ -373,13 +373,14 @@ impl<K: Ord + Clone, V: Clone> SecondaryIndex<K, V> {
     }
 }
 
-/// [`page`] over the entries of `index` from `start` on. A scan that starts at
-/// or before the index's first key (every poll: the pending range starts at
-/// task 0, and nothing sorts before pending index keys) walks from the first
-/// leaf without a search: a range's descent compared keys at every level to
-/// find that same place. Such a scan whose end is at or before the first
-/// key (a poll when no task is pending, most polls) is empty at once, with
-/// no iterator to build and no second walk down to the first leaf.
+/// [`page`] over the entries of `index` in `start..end` (empty unless
+/// `start < end`). A scan whose end is at or before the index's first key
+/// (a poll when no task is pending, most polls) is empty after that one
+/// comparison, whatever its start, with no iterator to build and no second
+/// walk down to the first leaf. A scan that starts at or before the first
+/// key (every poll: the pending range starts at task 0, and nothing sorts
+/// before pending index keys) walks from the first leaf without a search: a
+/// range's descent compared keys at every level to find that same place.
 fn scan_from<'a, K: Ord, V>(
     index: &'a BTreeSet<IndexEntry<K>>,
     start: &K,
@@ -389,13 +390,11 @@ fn scan_from<'a, K: Ord, V>(
 ) -> (Vec<Document<K, V>>, bool) {
     let pair = |e: &'a IndexEntry<K>| (&e.key, &e.at);
     match index.first() {
+        // Every key is at or past the first, so at or past `end`.
+        Some(first) if *end <= first.key => (Vec::new(), false),
         None => (Vec::new(), false),
-        Some(first) if *start <= first.key => {
-            if *end <= first.key {
-                return (Vec::new(), false);
-            }
-            page(index.iter().map(pair), end, limit, doc)
-        }
+        Some(_) if start >= end => (Vec::new(), false),
+        Some(first) if *start <= first.key => page(index.iter().map(pair), end, limit, doc),
         Some(_) => page(entries_from(index, start).map(pair), end, limit, doc),
     }
 }
@@ -575,7 +574,7 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
             }
             StoreRequest::ScanIndex { start, end, limit } => {
                 self.stats.index_scans += 1;
-                let (docs, more) = if start < end {
+                let (docs, more) = {
                     let copies = &self.index.copies.slots;
                     scan_from(&self.index.entries, start, end, *limit, |_, at| {
                         let e = &copies[*at as usize];
@@ -593,8 +592,6 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                             value: e.value.clone(),
                         }
                     })
-                } else {
-                    (Vec::new(), false)
                 };
                 self.stats.docs_returned_by_scans += docs.len() as u64;
                 (StoreReply::Scanned { docs, more }, None)
