@@ -8,7 +8,8 @@
 use leasehold_interface::{Document, StoreReply, StoreRequest, Version};
 use rustc_hash::FxBuildHasher;
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet, HashMap, btree_map, btree_set, hash_map};
+use std::borrow::Borrow;
+use std::collections::{BTreeSet, HashMap, btree_set, hash_map};
 use std::hash::Hash;
 use std::ops::Bound;
 
@@ -42,8 +43,49 @@ struct Shown<K, V> {
 /// The unique secondary index: its entries, by index key, name the slot of
 /// the copy they show.
 struct SecondaryIndex<K, V> {
-    entries: BTreeMap<K, u32>,
+    entries: BTreeSet<IndexEntry<K>>,
     copies: Copies<K, V>,
+}
+
+/// One index entry: an index key and the slot of the copy it shows, kept
+/// together in a set rather than as a map's key and value, so that the
+/// B-tree's inserts, removals and rebalancing move one array of entries
+/// instead of a keys' array and a values' array (two `memmove`s each).
+/// Ordered, compared and borrowed by `key` alone: the index is unique, so
+/// the set is searched by index key as a map would be.
+struct IndexEntry<K> {
+    key: K,
+    at: u32,
+}
+
+impl<K: PartialEq> PartialEq for IndexEntry<K> {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+
+impl<K: Eq> Eq for IndexEntry<K> {}
+
+impl<K: Ord> PartialOrd for IndexEntry<K> {
+    #[inline]
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<K: Ord> Ord for IndexEntry<K> {
+    #[inline]
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key.cmp(&other.key)
+    }
+}
+
+impl<K> Borrow<K> for IndexEntry<K> {
+    #[inline]
+    fn borrow(&self) -> &K {
+        &self.key
+    }
 }
 
 /// The index entries' copies, by slot; freed slots are reused.
@@ -278,7 +320,7 @@ impl<K: Ord + Clone, V: Clone> SecondaryIndex<K, V> {
                 let copy = &self.copies.slots[*at as usize];
                 assert!(copy.indexed, "index entry missing for a live document");
                 debug_assert!(
-                    self.entries.get(new) == Some(at) && copy.key == *key,
+                    self.entries.get(new).map(|e| e.at) == Some(*at) && copy.key == *key,
                     "index entry names another document"
                 );
                 self.copies.refresh(*at, doc.version, &doc.value);
@@ -297,7 +339,7 @@ impl<K: Ord + Clone, V: Clone> SecondaryIndex<K, V> {
             index: slot,
         } = doc;
         let kept = slot.take().map(|(old, at)| {
-            let removed = self.entries.remove(&old);
+            let removed = self.entries.take(&old).map(|e| e.at);
             assert!(
                 removed == Some(at) && self.copies.slots[at as usize].key == *key,
                 "index entry missing for a live document"
@@ -318,8 +360,11 @@ impl<K: Ord + Clone, V: Clone> SecondaryIndex<K, V> {
                         indexed: true,
                     }),
                 };
-                let clash = self.entries.insert(new.clone(), at);
-                assert!(clash.is_none(), "unique index key used by two documents");
+                let fresh = self.entries.insert(IndexEntry {
+                    key: new.clone(),
+                    at,
+                });
+                assert!(fresh, "unique index key used by two documents");
                 *slot = Some((new.clone(), at));
             }
             (None, Some(at)) => self.copies.release(at),
@@ -328,35 +373,38 @@ impl<K: Ord + Clone, V: Clone> SecondaryIndex<K, V> {
     }
 }
 
-/// [`page`] over the entries of `map` from `start` on. A scan that starts at
-/// or before the map's first key (every poll: the pending range starts at
-/// task 0, and nothing sorts before pending index keys) walks from the first
-/// leaf without a search: a range's descent compared keys at every level to
-/// find that same place. Such a scan whose end is at or before the first
-/// key (a poll when no task is pending, most polls) is empty at once, with
-/// no iterator to build and no second walk down to the first leaf.
-fn scan_from<'a, K: Ord, T, V>(
-    map: &'a BTreeMap<K, T>,
+/// [`page`] over the entries of `index` in `start..end` (empty unless
+/// `start < end`). A scan whose end is at or before the index's first key
+/// (a poll when no task is pending, most polls) is empty after that one
+/// comparison, whatever its start, with no iterator to build and no second
+/// walk down to the first leaf. A scan that starts at or before the first
+/// key (every poll: the pending range starts at task 0, and nothing sorts
+/// before pending index keys) walks from the first leaf without a search: a
+/// range's descent compared keys at every level to find that same place.
+fn scan_from<'a, K: Ord, V>(
+    index: &'a BTreeSet<IndexEntry<K>>,
     start: &K,
     end: &K,
     limit: u32,
-    doc: impl Fn(&'a K, &'a T) -> Document<K, V>,
+    doc: impl Fn(&'a K, &'a u32) -> Document<K, V>,
 ) -> (Vec<Document<K, V>>, bool) {
-    match map.first_key_value() {
+    let pair = |e: &'a IndexEntry<K>| (&e.key, &e.at);
+    match index.first() {
+        // Every key is at or past the first, so at or past `end`.
+        Some(first) if *end <= first.key => (Vec::new(), false),
         None => (Vec::new(), false),
-        Some((first, _)) if start <= first => {
-            if end <= first {
-                return (Vec::new(), false);
-            }
-            page(map.iter(), end, limit, doc)
-        }
-        Some(_) => page(entries_from(map, start), end, limit, doc),
+        Some(_) if start >= end => (Vec::new(), false),
+        Some(first) if *start <= first.key => page(index.iter().map(pair), end, limit, doc),
+        Some(_) => page(entries_from(index, start).map(pair), end, limit, doc),
     }
 }
 
-/// The entries of `map` from `start` on, in key order.
-fn entries_from<'a, K: Ord, T>(map: &'a BTreeMap<K, T>, start: &K) -> btree_map::Range<'a, K, T> {
-    map.range((Bound::Included(start), Bound::Unbounded))
+/// The entries of `index` from `start` on, in key order.
+fn entries_from<'a, K: Ord>(
+    index: &'a BTreeSet<IndexEntry<K>>,
+    start: &K,
+) -> btree_set::Range<'a, IndexEntry<K>> {
+    index.range::<K, _>((Bound::Included(start), Bound::Unbounded))
 }
 
 impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
@@ -365,7 +413,7 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
             docs: DocumentMap::new(),
             order: BTreeSet::new(),
             index: SecondaryIndex {
-                entries: BTreeMap::new(),
+                entries: BTreeSet::new(),
                 copies: Copies {
                     slots: Vec::new(),
                     free: Vec::new(),
@@ -495,7 +543,7 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                         let ordered = self.order.remove(key);
                         assert!(ordered, "a document without its ordered key");
                         if let Some((index, at)) = entry.index {
-                            let removed = self.index.entries.remove(&index);
+                            let removed = self.index.entries.take(&index).map(|e| e.at);
                             assert!(
                                 removed == Some(at)
                                     && self.index.copies.slots[at as usize].key == *key,
@@ -526,7 +574,7 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
             }
             StoreRequest::ScanIndex { start, end, limit } => {
                 self.stats.index_scans += 1;
-                let (docs, more) = if start < end {
+                let (docs, more) = {
                     let copies = &self.index.copies.slots;
                     scan_from(&self.index.entries, start, end, *limit, |_, at| {
                         let e = &copies[*at as usize];
@@ -544,8 +592,6 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                             value: e.value.clone(),
                         }
                     })
-                } else {
-                    (Vec::new(), false)
                 };
                 self.stats.docs_returned_by_scans += docs.len() as u64;
                 (StoreReply::Scanned { docs, more }, None)
