@@ -88,7 +88,7 @@ impl Worker {
             task_version,
             sent_at: now,
         };
-        let deadline = now.plus_ms(self.cfg.store_timeout_ms);
+        let deadline = now.plus_us(self.store_timeout_us);
         assert!(
             self.lease_creates.insert(task),
             "two lease creations for one task"
@@ -123,7 +123,7 @@ impl Worker {
             key: DocKey::TaskLease { task },
             expected,
         };
-        let deadline = now.plus_ms(self.cfg.store_timeout_ms);
+        let deadline = now.plus_us(self.store_timeout_us);
         self.out.store(op, Purpose::LeaseRelease, deadline);
     }
 
@@ -166,7 +166,7 @@ impl Worker {
                 beats,
                 sent_at: now,
             };
-            let deadline = now.plus_ms(self.cfg.store_timeout_ms);
+            let deadline = now.plus_us(self.store_timeout_us);
             self.out.store(op, purpose, deadline);
         }
     }
