@@ -137,8 +137,11 @@ pub struct Worker {
     phase: Phase,
     member_version: Version,
     beats: u64,
-    /// Local send time of the newest heartbeat known to have landed.
-    renewed_at: Option<Instant>,
+    /// Local send time of the newest heartbeat known to have landed, once
+    /// one has (`lease_deadline` is set then): a plain `Instant` beside
+    /// that `Option`, to keep the worker no larger than a reclaimer (see
+    /// `store_timeout_us`).
+    renewed_at: Instant,
     /// `renewed_at` plus `self_fence_after_ms`: when we stop trusting our
     /// lease. Kept, not derived, since every input and every `poll_timeout`
     /// reads it.
@@ -146,6 +149,15 @@ pub struct Worker {
     /// `cfg.self_fence_after_ms()`, computed once (a division by a million
     /// and three saturating subtractions per read otherwise).
     self_fence_after_ms: u64,
+    /// `cfg.store_timeout_ms` and `cfg.effect_timeout_ms` in microseconds,
+    /// computed once: every request's deadline adds one (a multiply with
+    /// its overflow check per request otherwise). Room for them was made
+    /// in `renewed_at` and `first_register_at`: a worker larger than a
+    /// reclaimer turns the host's node enum around (the worker holds the
+    /// niche, and every test for a worker compares twice), which cost
+    /// more than these save.
+    store_timeout_us: u64,
+    effect_timeout_us: u64,
     heartbeat_in_flight: bool,
     next_heartbeat_at: Instant,
     polling: bool,
@@ -159,9 +171,11 @@ pub struct Worker {
     /// `poll_interval_ms` up to `idle_poll_max_ms`.
     idle_poll_ms: u64,
     retry_register_at: Option<Instant>,
-    /// Send time of our first registration attempt: if a retry conflicts
-    /// with an earlier attempt that landed, the lease counts from here.
-    first_register_at: Option<Instant>,
+    /// Send time of our first registration attempt, once `register_sent`:
+    /// if a retry conflicts with an earlier attempt that landed, the lease
+    /// counts from here.
+    first_register_at: Instant,
+    register_sent: bool,
     /// At most `slots_per_worker` entries between them, in task order.
     runs: SortedVecMap<TaskId, Run>,
     /// Runs whose `wait` is a retry: `poll_timeout` and `on_time` walk the
@@ -189,12 +203,22 @@ pub struct Worker {
     wall_ms: u64,
 }
 
+// See `store_timeout_us`: the host's node enum keeps the reclaimer as its
+// largest variant.
+const _: () = assert!(
+    std::mem::size_of::<Worker>() <= std::mem::size_of::<crate::Reclaimer>(),
+    "a worker no larger than a reclaimer"
+);
+
 impl Worker {
     pub fn new(cfg: Arc<ProtocolConfig>, me: Owner) -> Worker {
         debug_assert!(cfg.validate().is_ok());
         assert!(me.incarnation > 0, "incarnations start at 1");
         let poll_interval_ms = cfg.poll_interval_ms;
         let self_fence_after_ms = cfg.self_fence_after_ms();
+        // What `Instant::plus_ms` multiplies out, saturating alike.
+        let store_timeout_us = cfg.store_timeout_ms.saturating_mul(1_000);
+        let effect_timeout_us = cfg.effect_timeout_ms.saturating_mul(1_000);
         let me = if cfg.variant == Variant::ReusedIdentity {
             // Planted bug: every incarnation calls itself the first one.
             Owner {
@@ -210,9 +234,11 @@ impl Worker {
             phase: Phase::Registering,
             member_version: 0,
             beats: 0,
-            renewed_at: None,
+            renewed_at: Instant::ZERO,
             lease_deadline: None,
             self_fence_after_ms,
+            store_timeout_us,
+            effect_timeout_us,
             heartbeat_in_flight: false,
             next_heartbeat_at: Instant::ZERO,
             polling: false,
@@ -221,7 +247,8 @@ impl Worker {
             last_poll_candidates: 0,
             idle_poll_ms: poll_interval_ms,
             retry_register_at: None,
-            first_register_at: None,
+            first_register_at: Instant::ZERO,
+            register_sent: false,
             runs: SortedVecMap::new(),
             retrying: 0,
             doubtful: SortedVecMap::new(),
@@ -267,9 +294,9 @@ impl Worker {
     }
 
     fn lease_deadline(&self) -> Option<Instant> {
-        debug_assert_eq!(
-            self.lease_deadline,
-            self.renewed_at.map(|t| t.plus_ms(self.self_fence_after_ms))
+        debug_assert!(
+            self.lease_deadline
+                .is_none_or(|d| d == self.renewed_at.plus_ms(self.self_fence_after_ms))
         );
         self.lease_deadline
     }
@@ -405,13 +432,16 @@ impl Worker {
             return;
         }
         self.retry_register_at = None;
-        self.first_register_at.get_or_insert(now);
+        if !self.register_sent {
+            self.register_sent = true;
+            self.first_register_at = now;
+        }
         let op = StoreRequest::CreateIfAbsent {
             key: DocKey::Member { owner: self.me },
             value: self.member_doc(now, 0, MemberStatus::Alive),
             index: None,
         };
-        let deadline = now.plus_ms(self.cfg.store_timeout_ms);
+        let deadline = now.plus_us(self.store_timeout_us);
         self.out
             .store(op, Purpose::Register { sent_at: now }, deadline);
     }
@@ -437,8 +467,8 @@ impl Worker {
     fn renewed(&mut self, sent_at: Instant, version: Version, beats: u64) {
         self.member_version = version;
         self.beats = beats;
-        if self.renewed_at.is_none_or(|t| sent_at > t) {
-            self.renewed_at = Some(sent_at);
+        if self.lease_deadline.is_none() || sent_at > self.renewed_at {
+            self.renewed_at = sent_at;
             self.lease_deadline = Some(sent_at.plus_ms(self.self_fence_after_ms));
         }
         self.next_heartbeat_at = sent_at.plus_ms(self.cfg.heartbeat_interval_ms);
@@ -472,7 +502,7 @@ impl Worker {
             }
             doubt.recheck_at = None;
             let task = *task;
-            let deadline = now.plus_ms(self.cfg.store_timeout_ms);
+            let deadline = now.plus_us(self.store_timeout_us);
             self.out.store(
                 StoreRequest::Get {
                     key: DocKey::Task { task },
@@ -511,7 +541,7 @@ impl Worker {
             index: None,
         };
         self.heartbeat_in_flight = true;
-        let deadline = now.plus_ms(self.cfg.store_timeout_ms);
+        let deadline = now.plus_us(self.store_timeout_us);
         self.out.store(
             op,
             Purpose::Heartbeat {
@@ -525,7 +555,7 @@ impl Worker {
     fn poll(&mut self, now: Instant) {
         let (start, end) = DocKey::pending_range();
         self.polling = true;
-        let deadline = now.plus_ms(self.cfg.store_timeout_ms);
+        let deadline = now.plus_us(self.store_timeout_us);
         self.out.store(
             StoreRequest::ScanIndex {
                 start,
@@ -692,10 +722,8 @@ impl Worker {
             }) =>
             {
                 // Any earlier attempt may be the one that landed.
-                (
-                    version,
-                    self.first_register_at.expect("registration was sent"),
-                )
+                assert!(self.register_sent, "registration was sent");
+                (version, self.first_register_at)
             }
             StoreReply::Conflict { .. } => {
                 // Someone declared this incarnation dead already.
@@ -825,7 +853,7 @@ impl Worker {
             recheck_at: None,
         };
         assert!(self.doubtful.insert(task, doubt).is_none(), "claimed twice");
-        let deadline = now.plus_ms(self.cfg.store_timeout_ms);
+        let deadline = now.plus_us(self.store_timeout_us);
         self.out.store(op, Purpose::Claim { task }, deadline);
     }
 
@@ -1035,7 +1063,7 @@ impl Worker {
         let deadline = if self.variant() == Variant::NoStepDeadline {
             Instant::from_micros(u64::MAX) // wait for the reply forever
         } else {
-            now.plus_ms(self.cfg.effect_timeout_ms)
+            now.plus_us(self.effect_timeout_us)
         };
         self.out.effect(call, purpose, deadline);
     }
@@ -1065,7 +1093,7 @@ impl Worker {
             epoch: run.epoch,
             step: run.step,
         };
-        let deadline = now.plus_ms(self.cfg.store_timeout_ms);
+        let deadline = now.plus_us(self.store_timeout_us);
         if state == TaskState::Done && self.cfg.variant == Variant::CompletionWithoutEpochCheck {
             // Read the task and complete it if it is still running, whoever
             // runs it now.
@@ -1120,7 +1148,7 @@ impl Worker {
                     step: run.step,
                 };
                 self.out
-                    .store(op, purpose, now.plus_ms(self.cfg.store_timeout_ms));
+                    .store(op, purpose, now.plus_us(self.store_timeout_us));
             }
             StoreReply::Got { .. } => self.abandon(task),
             _ => {

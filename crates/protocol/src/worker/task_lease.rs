@@ -88,7 +88,7 @@ impl Worker {
             task_version,
             sent_at: now,
         };
-        let deadline = now.plus_ms(self.cfg.store_timeout_ms);
+        let deadline = now.plus_us(self.store_timeout_us);
         assert!(
             self.lease_creates.insert(task),
             "two lease creations for one task"
@@ -98,6 +98,8 @@ impl Worker {
 
     /// After a claim attempt settles: a lease whose claim did not start a run
     /// is released, so it neither blocks the task nor gets renewed forever.
+    /// Inlined: in worker mode, one test (a call per claim reply otherwise).
+    #[inline]
     pub(super) fn settle_claim_lease(&mut self, now: Instant, task: TaskId) {
         if self.task_mode() && !self.runs.contains_key(&task) {
             self.release_task_lease(now, task);
@@ -107,6 +109,10 @@ impl Worker {
     /// Stop renewing and delete the lease (best effort: if the delete does not
     /// land, the reclaimer expires and deletes it later).
     pub(super) fn release_task_lease(&mut self, now: Instant, task: TaskId) {
+        // Worker mode holds no leases: no call to search an empty map.
+        if self.leases.len() == 0 {
+            return;
+        }
         let Some(lease) = self.leases.remove(&task) else {
             return;
         };
@@ -123,7 +129,7 @@ impl Worker {
             key: DocKey::TaskLease { task },
             expected,
         };
-        let deadline = now.plus_ms(self.cfg.store_timeout_ms);
+        let deadline = now.plus_us(self.store_timeout_us);
         self.out.store(op, Purpose::LeaseRelease, deadline);
     }
 
@@ -166,7 +172,7 @@ impl Worker {
                 beats,
                 sent_at: now,
             };
-            let deadline = now.plus_ms(self.cfg.store_timeout_ms);
+            let deadline = now.plus_us(self.store_timeout_us);
             self.out.store(op, purpose, deadline);
         }
     }
