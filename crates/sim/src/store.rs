@@ -230,10 +230,6 @@ fn document<K: Clone, V: Clone>(key: &K, e: &Entry<K, V>) -> Document<K, V> {
     }
 }
 
-/// Documents a scan page makes room for at once when it outgrows its first
-/// eight ([`page`]).
-const LONG_PAGE_ROOM: usize = 1024;
-
 /// The first `limit` documents of a scan (`limit` clamped to
 /// `1..=MAX_SCAN_LIMIT`), and whether more matched: the entries `doc` makes
 /// documents of, from `entries` up to the first key not below `end`. An empty
@@ -265,16 +261,6 @@ fn page<'a, K: Ord + 'a, T: 'a, V>(
         }
         if page.len() == limit {
             return (page, true);
-        }
-        if page.len() == page.capacity() {
-            // Past the first few, a page is a long one (the reclaimer's
-            // sweep of every heartbeat, say): room for the whole page in
-            // one move, not doubling from 8 (four moves to reach 128). At
-            // most `LONG_PAGE_ROOM` documents, so that a short page under a
-            // large limit does not take the limit's room; past that it
-            // doubles. Above `len`: `len < limit` here.
-            let room = limit.min(LONG_PAGE_ROOM.max(2 * page.len()));
-            page.reserve_exact(room - page.len());
         }
         page.push(doc(key, entry));
     }
