@@ -1128,6 +1128,7 @@ impl Worker {
     /// Record that the current step is done: a write conditional on the
     /// version of our own last write, so it lands only if nobody touched the
     /// task since. The last step's write completes the task.
+    #[inline(always)]
     fn write_progress(&mut self, now: Instant, task: TaskId, at: usize) {
         let (&found, run) = self.runs.entry_at_mut(at);
         assert_eq!(found, task, "a run's place in `runs` is stale");
