@@ -164,10 +164,14 @@ impl<K: Ord> SortedVecSet<K> {
         }
     }
 
+    // The worker's one set (`releasing`) is only added to and taken from;
+    // the tests ask these.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.map.len()
     }
 
+    #[cfg(test)]
     pub fn contains(&self, key: &K) -> bool {
         self.map.contains_key(key)
     }
