@@ -25,6 +25,21 @@ pub(super) struct TaskLease {
     renewed_at: Instant,
     renew_in_flight: bool,
     next_renew_at: Instant,
+    /// The renewal in flight (`renew_in_flight`), for its reply: the beat
+    /// it writes and its local send time. One at a time per lease, and a
+    /// lease's epoch is its own (a later claim of the task is a later
+    /// epoch), so the reply's `Purpose::LeaseRenew` (task and epoch) finds
+    /// it here.
+    renewal_beats: u64,
+    renewal_sent_at: Instant,
+}
+
+/// A lease creation in flight, for its reply (see `Purpose::LeaseCreate`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LeaseCreation {
+    claimed: Claimed,
+    task_version: Version,
+    sent_at: Instant,
 }
 
 impl Worker {
@@ -82,15 +97,15 @@ impl Worker {
             steps_total: claimed.steps_total,
         };
         debug_assert_eq!(self.claimed_doc(compact), claimed);
-        let purpose = Purpose::LeaseCreate {
-            task,
+        let purpose = Purpose::LeaseCreate { task };
+        let creation = LeaseCreation {
             claimed: compact,
             task_version,
             sent_at: now,
         };
         let deadline = now.plus_us(self.store_timeout_us);
         assert!(
-            self.lease_creates.insert(task),
+            self.lease_creates.insert(task, creation).is_none(),
             "two lease creations for one task"
         );
         self.out.store(op, purpose, deadline);
@@ -160,18 +175,15 @@ impl Worker {
             let lease = self.leases.get_mut(&task).expect("listed");
             lease.renew_in_flight = true;
             let (epoch, beats, expected) = (lease.epoch, lease.beats + 1, lease.version);
+            lease.renewal_beats = beats;
+            lease.renewal_sent_at = now;
             let op = StoreRequest::PutIfVersion {
                 key: DocKey::TaskLease { task },
                 expected,
                 value: self.lease_doc(epoch, beats),
                 index: None,
             };
-            let purpose = Purpose::LeaseRenew {
-                task,
-                epoch,
-                beats,
-                sent_at: now,
-            };
+            let purpose = Purpose::LeaseRenew { task, epoch };
             let deadline = now.plus_us(self.store_timeout_us);
             self.out.store(op, purpose, deadline);
         }
@@ -223,13 +235,15 @@ impl Worker {
         reply: StoreReply<DocKey, DocValue>,
     ) {
         match purpose {
-            Purpose::LeaseCreate {
-                task,
-                claimed,
-                task_version,
-                sent_at,
-            } => {
-                self.lease_creates.remove(&task);
+            Purpose::LeaseCreate { task } => {
+                let LeaseCreation {
+                    claimed,
+                    task_version,
+                    sent_at,
+                } = self
+                    .lease_creates
+                    .remove(&task)
+                    .expect("lease creations in flight are tracked");
                 match reply {
                     StoreReply::Written { version } => {
                         let lease = TaskLease {
@@ -239,6 +253,8 @@ impl Worker {
                             renewed_at: sent_at,
                             renew_in_flight: false,
                             next_renew_at: sent_at.plus_ms(self.cfg.heartbeat_interval_ms),
+                            renewal_beats: 0,
+                            renewal_sent_at: Instant::ZERO,
                         };
                         self.leases.insert(task, lease);
                         if self.task_lease_alive(now, task, claimed.epoch) {
@@ -256,12 +272,7 @@ impl Worker {
                     _ => self.poll_later(now),
                 }
             }
-            Purpose::LeaseRenew {
-                task,
-                epoch,
-                beats,
-                sent_at,
-            } => {
+            Purpose::LeaseRenew { task, epoch } => {
                 let Some(lease) = self.leases.get_mut(&task).filter(|l| l.epoch == epoch) else {
                     // Released or given up while this renewal was in flight.
                     // Only a released lease may be deleted: a lease given up
@@ -278,7 +289,9 @@ impl Worker {
                     }
                     return;
                 };
+                assert!(lease.renew_in_flight, "a renewal's reply, one in flight");
                 lease.renew_in_flight = false;
+                let (beats, sent_at) = (lease.renewal_beats, lease.renewal_sent_at);
                 match reply {
                     StoreReply::Written { version } => {
                         lease.version = version;
