@@ -262,11 +262,11 @@ impl<T> EventQueue<T> {
     /// the caller to fill.
     #[inline(never)]
     fn insert(&mut self, time_us: u64, seq: u64) -> &mut Option<T> {
-        assert!(
-            self.len() < self.capacity_limit,
-            "event queue over its limit of {}",
-            self.capacity_limit
-        );
+        if self.len() >= self.capacity_limit {
+            // The assertion's failure out of line: its message's arguments
+            // gave every insert a stack frame (two instructions a push).
+            self.over_limit();
+        }
         let slot = match self.free.pop() {
             Some(slot) => slot,
             None => self.new_slot(),
@@ -276,6 +276,13 @@ impl<T> EventQueue<T> {
         let cell = &mut self.slab[slot as usize];
         debug_assert!(cell.is_none(), "free slot in use");
         cell
+    }
+
+    /// [`EventQueue::insert`]'s assertion failed: the queue is full.
+    #[cold]
+    #[inline(never)]
+    fn over_limit(&self) -> ! {
+        panic!("event queue over its limit of {}", self.capacity_limit);
     }
 
     /// A new slab slot, when none is free: only while the queue grows to

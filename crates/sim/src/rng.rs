@@ -93,6 +93,16 @@ pub fn ppm_roll(bits: u32) -> u32 {
     ((bits as u64 * 1_000_000) >> 32) as u32
 }
 
+/// The 32-bit draws whose [`ppm_roll`] is at least `ppm` are exactly those
+/// at or past this: `floor(bits * 10^6 / 2^32) >= ppm` holds when
+/// `bits * 10^6 >= ppm * 2^32`, that is `bits >= ceil(ppm * 2^32 / 10^6)`
+/// (past every draw for `ppm >= 10^6`). Worked out once, it lets the common
+/// "no fault" test compare the raw bits, without the roll's multiply and
+/// shift.
+pub fn ppm_roll_threshold(ppm: u32) -> u64 {
+    ((ppm as u64) << 32).div_ceil(1_000_000)
+}
+
 /// The two 32-bit halves of one 64-bit draw: two independent values for one
 /// call into the generator.
 #[inline]
@@ -133,6 +143,42 @@ impl RngStreams {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `ppm_roll_threshold` splits the draws exactly where `ppm_roll` does.
+    #[test]
+    fn roll_thresholds_agree_with_the_rolls() {
+        for ppm in [
+            0,
+            1,
+            7,
+            999,
+            1_000,
+            123_457,
+            500_000,
+            999_999,
+            1_000_000,
+            1_000_001,
+            u32::MAX,
+        ] {
+            let t = ppm_roll_threshold(ppm);
+            let mut bits = vec![0, 1, u32::MAX - 1, u32::MAX];
+            for d in 0..3u64 {
+                bits.extend(t.checked_sub(d).and_then(|b| u32::try_from(b).ok()));
+                bits.extend(u32::try_from(t + d).ok());
+            }
+            for b in bits {
+                assert_eq!(b as u64 >= t, ppm_roll(b) >= ppm, "ppm {ppm} bits {b}");
+            }
+        }
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..100_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let (b, ppm) = (state as u32, ((state >> 32) % 1_100_000) as u32);
+            assert_eq!(b as u64 >= ppm_roll_threshold(ppm), ppm_roll(b) >= ppm);
+        }
+    }
     use rand::RngExt;
 
     #[test]

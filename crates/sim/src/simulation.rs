@@ -28,6 +28,7 @@ use rand::RngExt;
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::hash::{Hash, Hasher};
+use std::mem::ManuallyDrop;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct NetworkSpec {
@@ -1363,10 +1364,15 @@ impl<N: Node> Simulation<N> {
                 );
             }
             Some(MessageAction::Fail | MessageAction::Hang) | None => {
+                // A panic in the push (a full queue) leaks the input rather
+                // than dropping it: with no drop to run while unwinding, the
+                // input's fields are not loaded ahead of the push for a
+                // landing pad (three loads a reply).
+                let input = ManuallyDrop::new(input);
                 self.queue.push_with(at, || Event::ToNode {
                     node,
                     incarnation,
-                    input,
+                    input: ManuallyDrop::into_inner(input),
                 })
             }
         }
