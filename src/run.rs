@@ -9,7 +9,7 @@ use crate::lease_node::LeaseNode;
 use crate::scenario::ValidScenario;
 use crate::store_load::{StoreLoad, StoreLoadCounter};
 use leasehold_check::{CheckConfig, Invariant, LeaseChecker, LivenessBound, NodeRole, Violation};
-use leasehold_interface::{Document, StoreReply, StoreRequest};
+use leasehold_interface::{Document, EffectReply, EffectRequest, StoreReply, StoreRequest};
 use leasehold_protocol::{
     DocKey, DocValue, LeaseEvent, Owner, Reclaimer, TaskDoc, TaskId, Variant, Worker, task_write,
 };
@@ -171,8 +171,25 @@ impl RunObserver<'_, '_> {
         self.extra(record);
     }
 
+    /// An effect ledger line, by parts: none is built in memory for the
+    /// call.
     #[inline(never)]
-    fn effect(&mut self, record: &Record<'_, DocKey, DocValue, LeaseEvent>) {
+    fn effect(
+        &mut self,
+        time_us: u64,
+        actor: Actor,
+        call: EffectRequest,
+        outcome: EffectReply,
+        decided_us: u64,
+    ) {
+        self.checker
+            .effect(time_us, actor, call, outcome, decided_us);
+    }
+
+    /// An effect ledger line with an extra observer, which is handed it
+    /// whole.
+    #[inline(never)]
+    fn effect_and_extra(&mut self, record: &Record<'_, DocKey, DocValue, LeaseEvent>) {
         let RecordKind::Effect {
             actor,
             call,
@@ -183,8 +200,7 @@ impl RunObserver<'_, '_> {
         else {
             unreachable!("an effect record")
         };
-        self.checker
-            .effect(record.time_us, actor, call, outcome, decided_us);
+        self.effect(record.time_us, actor, call, outcome, decided_us);
         self.extra(record);
     }
 
@@ -278,7 +294,14 @@ impl Observer<DocKey, DocValue, LeaseEvent> for RunObserver<'_, '_> {
                 }
             }
             RecordKind::Store { .. } => self.store_and_extra(&record(kind)),
-            RecordKind::Effect { .. } => self.effect(&record(kind)),
+            RecordKind::Effect {
+                actor,
+                call,
+                outcome,
+                decided_us,
+                ..
+            } if self.extra.is_none() => self.effect(time_us, actor, call, outcome, decided_us),
+            RecordKind::Effect { .. } => self.effect_and_extra(&record(kind)),
             RecordKind::Fault(_) | RecordKind::HealPhase => self.other(&record(kind)),
             ref kind => {
                 debug_assert!(!LeaseChecker::judges(kind), "a kind judged but not handled");
