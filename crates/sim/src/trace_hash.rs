@@ -4,9 +4,10 @@
 //! buffered so the per-record cost stays a few nanoseconds: a record is a
 //! few writes (the hot kinds gather their fixed fields into one, giving the
 //! same bytes a field-by-field `derive(Hash)` would), each an inlined store
-//! into the buffer, and xxh3 sees whole 8 KiB blocks (4 KiB flushed twice as
-//! often, each flush a few hundred instructions of streaming overhead: +0.2 M
-//! a friday-rush sweep of five seeds; 16 KiB saved only 0.08 M more). (The
+//! into the buffer, and xxh3 sees whole 16 KiB blocks (each flush a few
+//! hundred instructions of streaming overhead: 4 KiB cost +0.2 M a
+//! friday-rush sweep of five seeds against 8 KiB, and 8 KiB +0.07 M against
+//! 16 KiB; still well inside the L1 cache, written and read once). (The
 //! digest does not depend on how the byte stream is cut into updates, so the
 //! buffer size is free to change.) Lengths and
 //! enum discriminants, the `usize`/`isize` writes, take one byte when small.
@@ -16,7 +17,7 @@ use leasehold_interface::{Document, RequestId, StoreReply, StoreRequest};
 use std::hash::{Hash, Hasher};
 use twox_hash::XxHash3_64;
 
-const BUFFER_BYTES: usize = 8192;
+const BUFFER_BYTES: usize = 16384;
 const _: () = assert!(BUFFER_BYTES <= u16::MAX as usize, "the length is a u16");
 /// Marks a `usize`/`isize` too large for one byte; its eight bytes follow.
 const SMALL_MARKER: u8 = 0xff;
@@ -127,10 +128,13 @@ impl TraceHasher {
     /// request's derived `Hash` (a call, and a write per field), so each
     /// fixed run between the key and value writes is one put: the request's
     /// discriminant with the head, a scan's limit with its reply's header, a
-    /// reply with the version before. Out of line, as the derived request
-    /// hash it replaces was: inlined, it grew the simulator's store arrival
-    /// past what the compiler inlines into its dispatch.
-    #[inline(never)]
+    /// reply with the version before. Inlined into the store arrival: out
+    /// of line, its call and frame cost 0.26 M instructions a friday-rush
+    /// sweep of five seeds more (once the observer's store took its record
+    /// by parts; before that, inlining it grew the simulator's dispatch and
+    /// saved only 0.09 M). The shape of the dispatch around it decides this:
+    /// measure again when that changes.
+    #[inline(always)]
     pub(crate) fn put_store_record<K: Hash, V: Hash>(
         &mut self,
         time_us: u64,
@@ -225,6 +229,31 @@ impl Appender<'_> {
     #[inline(always)]
     fn put_gathered<const N: usize>(&mut self, g: &Gather<N>) {
         self.put(g.bytes());
+    }
+
+    /// A page's versions, eight bytes each, after one room test for the
+    /// lot (a test per document was three of the loop's ten instructions).
+    #[inline(always)]
+    fn put_versions<K, V>(&mut self, docs: &[Document<K, V>]) {
+        const VERSION_BYTES: usize = 8;
+        // No overflow: a document is wider than its version.
+        let n = docs.len() * VERSION_BYTES;
+        if self.len + n > BUFFER_BYTES {
+            self.len = spill(self.hasher, self.len);
+            if n > BUFFER_BYTES {
+                // A page longer than the buffer: a put each.
+                for d in docs {
+                    self.put(d.version.to_le_bytes());
+                }
+                return;
+            }
+        }
+        let len = self.len;
+        let (room, _) = self.hasher.buf[len..len + n].as_chunks_mut::<VERSION_BYTES>();
+        for (out, d) in room.iter_mut().zip(docs) {
+            *out = d.version.to_le_bytes();
+        }
+        self.len = len + n;
     }
 
     /// An `Option<u64>` as its derived `Hash` feeds the hasher.
@@ -325,9 +354,7 @@ impl Appender<'_> {
             }
             StoreReply::Scanned { docs, more } => {
                 (4u8, docs.len(), more).hash(self);
-                for d in docs {
-                    self.put(d.version.to_le_bytes());
-                }
+                self.put_versions(docs);
                 self.put_option_u64(before);
             }
             StoreReply::Unavailable => self.put_reply_before(5, Reply::Tag, before),
@@ -385,9 +412,7 @@ impl Appender<'_> {
                         .u8(docs.len() as u8)
                         .u8(u8::from(*more)),
                 );
-                for d in docs {
-                    self.put(d.version.to_le_bytes());
-                }
+                self.put_versions(docs);
                 self.put_option_u64(before);
                 true
             }
@@ -585,5 +610,60 @@ mod tests {
         let mut c = TraceHasher::new();
         1u64.hash(&mut c);
         assert_ne!(c.digest(), TraceHasher::new().digest());
+    }
+
+    #[test]
+    fn a_page_of_versions_is_the_same_bytes_wherever_the_buffer_ends() {
+        use leasehold_interface::RequestId;
+        let op = StoreRequest::Scan {
+            start: 1u64,
+            end: 2u64,
+            limit: 5,
+        };
+        // A short page, one past the one-byte length, and one longer than
+        // the whole buffer; each written into an empty buffer, a part-full
+        // one and one nearly full.
+        for pages in [3u64, 300, 2_100] {
+            let docs: Vec<Document<u64, u64>> = (0..pages)
+                .map(|version| Document {
+                    key: 7,
+                    version,
+                    value: 9,
+                })
+                .collect();
+            let reply = StoreReply::Scanned { docs, more: true };
+            let StoreReply::Scanned { docs, .. } = &reply else {
+                unreachable!()
+            };
+            for filled in [0, 100, BUFFER_BYTES - 3] {
+                let (mut a, mut b) = (TraceHasher::new(), TraceHasher::new());
+                for i in 0..filled {
+                    a.write_u8(i as u8);
+                    b.write_u8(i as u8);
+                }
+                let before = Document {
+                    key: 7,
+                    version: 11,
+                    value: 9,
+                };
+                a.put_store_record(3, Actor::External, RequestId(4), &op, &reply, Some(&before));
+                // The bytes as `put_store_record` documents them.
+                b.write_u64(3);
+                b.write_u64(u64::MAX - 1);
+                Actor::External.hash(&mut b);
+                RequestId(4).hash(&mut b);
+                op.hash(&mut b);
+                (4u8, docs.len(), true).hash(&mut b);
+                for d in docs {
+                    d.version.hash(&mut b);
+                }
+                Some(11u64).hash(&mut b);
+                assert_eq!(
+                    a.digest(),
+                    b.digest(),
+                    "{pages} versions after {filled} bytes"
+                );
+            }
+        }
     }
 }
