@@ -18,7 +18,7 @@ impl Node for LeaseNode {
     fn step(
         &mut self,
         now: LocalTime,
-        input: LeaseInput,
+        input: &LeaseInput,
         out: &mut Vec<Output<DocKey, DocValue, LeaseEvent>>,
     ) {
         match self {

@@ -188,7 +188,7 @@ impl Reclaimer {
 
     /// `handle_input`, then `drain_outputs` into `out` (the host's empty
     /// vector: the outputs change hands without a copy).
-    pub fn step(&mut self, time: LocalTime, input: LeaseInput, out: &mut Vec<LeaseOutput>) {
+    pub fn step(&mut self, time: LocalTime, input: &LeaseInput, out: &mut Vec<LeaseOutput>) {
         self.handle_input(time, input);
         self.out.drain_into(out);
     }
@@ -205,14 +205,14 @@ impl Reclaimer {
         }
     }
 
-    pub fn handle_input(&mut self, time: LocalTime, input: LeaseInput) {
+    pub fn handle_input(&mut self, time: LocalTime, input: &LeaseInput) {
         self.wall_ms = time.wall_ms;
         let now = time.mono;
         match input {
             Input::Start => self.next_scan_at = Some(now),
             Input::Timeout => {}
             Input::StoreReply { request, reply } => {
-                if let Some(purpose) = self.out.take(request) {
+                if let Some(purpose) = self.out.take(*request) {
                     self.on_reply(now, purpose, reply);
                 }
             }
@@ -282,14 +282,14 @@ impl Reclaimer {
         }
     }
 
-    fn on_reply(&mut self, now: Instant, purpose: Purpose, reply: StoreReply<DocKey, DocValue>) {
+    fn on_reply(&mut self, now: Instant, purpose: Purpose, reply: &StoreReply<DocKey, DocValue>) {
         match purpose {
             Purpose::ScanMembers => match reply {
                 StoreReply::Scanned { docs, more } => {
                     // Planted bug `scan-first-page-only`: never page on.
-                    let more = more && self.cfg.variant != Variant::ScanFirstPageOnly;
+                    let more = *more && self.cfg.variant != Variant::ScanFirstPageOnly;
                     let last = docs.last().map(|d| d.key);
-                    for doc in &docs {
+                    for doc in docs {
                         self.consider_member(now, doc);
                         self.consider_task_lease(now, doc);
                     }
@@ -337,14 +337,14 @@ impl Reclaimer {
                     // A scan may have seen the Dead document (and started
                     // the job) before this acknowledgement arrived.
                     if !self.jobs.contains_key(&owner) {
-                        self.start_job(now, owner, version);
+                        self.start_job(now, owner, *version);
                     }
                 }
                 // A conflict means it renewed or another reclaimer got there
                 // first; the next scan sees which.
             }
             Purpose::ListOwned { owner } => match reply {
-                StoreReply::Scanned { docs, .. } => self.requeue_page(now, owner, &docs),
+                StoreReply::Scanned { docs, .. } => self.requeue_page(now, owner, docs),
                 _ => {
                     self.jobs.remove(&owner);
                 }
@@ -359,7 +359,7 @@ impl Reclaimer {
             }
             Purpose::SweepOwned => match reply {
                 StoreReply::Scanned { docs, more } => {
-                    for doc in &docs {
+                    for doc in docs {
                         self.consider_owned(now, doc);
                     }
                     match (more, docs.last().map(|d| d.key)) {

@@ -304,7 +304,7 @@ impl Worker {
 
     /// `handle_input`, then `drain_outputs` into `out` (the host's empty
     /// vector: the outputs change hands without a copy).
-    pub fn step(&mut self, time: LocalTime, input: LeaseInput, out: &mut Vec<LeaseOutput>) {
+    pub fn step(&mut self, time: LocalTime, input: &LeaseInput, out: &mut Vec<LeaseOutput>) {
         self.handle_input(time, input);
         self.out.drain_into(out);
     }
@@ -418,7 +418,7 @@ impl Worker {
         (self.slots_per_worker as usize).saturating_sub(self.busy_slots())
     }
 
-    pub fn handle_input(&mut self, time: LocalTime, input: LeaseInput) {
+    pub fn handle_input(&mut self, time: LocalTime, input: &LeaseInput) {
         self.wall_ms = time.wall_ms;
         let now = time.mono;
         if self.phase == Phase::Stopped {
@@ -446,12 +446,12 @@ impl Worker {
         // effect replies), tested in turn: a `match` decoded the niche in
         // the reply's tag and took a jump table.
         if let Input::StoreReply { request, reply } = input {
-            if let Some(purpose) = self.out.take(request) {
+            if let Some(purpose) = self.out.take(*request) {
                 self.on_store_reply(now, purpose, reply);
             }
         } else if let Input::EffectReply { request, reply } = input {
-            if let Some(Purpose::Effect { task, epoch, step }) = self.out.take(request) {
-                self.on_effect_reply(now, task, epoch, step, reply);
+            if let Some(Purpose::Effect { task, epoch, step }) = self.out.take(*request) {
+                self.on_effect_reply(now, task, epoch, step, *reply);
             }
         } else if let Input::Start = input {
             self.register(now);
@@ -698,7 +698,7 @@ impl Worker {
         &mut self,
         now: Instant,
         purpose: Purpose,
-        reply: StoreReply<DocKey, DocValue>,
+        reply: &StoreReply<DocKey, DocValue>,
     ) {
         match purpose {
             Purpose::Register { sent_at } => self.on_register_reply(now, sent_at, reply),
@@ -756,7 +756,7 @@ impl Worker {
         &mut self,
         now: Instant,
         sent_at: Instant,
-        reply: StoreReply<DocKey, DocValue>,
+        reply: &StoreReply<DocKey, DocValue>,
     ) {
         let (version, landed_after) = match reply {
             StoreReply::Written { version } => (version, sent_at),
@@ -785,7 +785,7 @@ impl Worker {
             }
         };
         self.phase = Phase::Active;
-        self.renewed(landed_after, version, 0);
+        self.renewed(landed_after, *version, 0);
         self.next_poll_at = now;
         self.out.event(LeaseEvent::Registered { owner: self.me });
     }
@@ -795,11 +795,11 @@ impl Worker {
         now: Instant,
         sent_at: Instant,
         beats: u64,
-        reply: StoreReply<DocKey, DocValue>,
+        reply: &StoreReply<DocKey, DocValue>,
     ) {
         self.heartbeat_in_flight = false;
         match reply {
-            StoreReply::Written { version } => self.renewed(sent_at, version, beats),
+            StoreReply::Written { version } => self.renewed(sent_at, *version, beats),
             StoreReply::Conflict { current } => {
                 let member = current.as_ref().and_then(|d| d.value.as_member().copied());
                 match member {
@@ -807,7 +807,7 @@ impl Worker {
                         // An earlier, timed-out heartbeat of ours landed. We do
                         // not know when it was sent, so do not extend the
                         // lease; adopt the version and renew again now.
-                        let doc = current.expect("matched");
+                        let doc = current.as_ref().expect("matched");
                         self.member_version = doc.version;
                         self.beats = m.beats;
                         self.next_heartbeat_at = now;
@@ -820,7 +820,7 @@ impl Worker {
         }
     }
 
-    fn on_poll_reply(&mut self, now: Instant, reply: StoreReply<DocKey, DocValue>) {
+    fn on_poll_reply(&mut self, now: Instant, reply: &StoreReply<DocKey, DocValue>) {
         let StoreReply::Scanned { docs, .. } = reply else {
             self.poll_later(now);
             return;
@@ -907,7 +907,7 @@ impl Worker {
         self.out.store(op, Purpose::Claim { task }, deadline);
     }
 
-    fn on_claim_check(&mut self, now: Instant, task: TaskId, reply: StoreReply<DocKey, DocValue>) {
+    fn on_claim_check(&mut self, now: Instant, task: TaskId, reply: &StoreReply<DocKey, DocValue>) {
         let Some(doubt) = self.doubtful.get(&task).copied() else {
             return;
         };
@@ -979,24 +979,24 @@ impl Worker {
         now: Instant,
         task: TaskId,
         claimed: TaskDoc,
-        reply: StoreReply<DocKey, DocValue>,
+        reply: &StoreReply<DocKey, DocValue>,
     ) {
         match reply {
             StoreReply::Written { version } => {
                 self.claim_retries = 0;
                 self.idle_poll_ms = self.cfg.poll_interval_ms;
-                self.start_run(now, task, claimed, version);
+                self.start_run(now, task, claimed, *version);
                 self.polling = false;
                 self.next_poll_at = now;
             }
             // Our claim landed earlier but the acknowledgement was lost.
             StoreReply::Conflict { current: Some(doc) }
-                if self.my_claim(&doc, claimed.epoch).is_some()
+                if self.my_claim(doc, claimed.epoch).is_some()
                     && self.variant() != Variant::ClaimAckLost =>
             {
                 self.claim_retries = 0;
                 self.idle_poll_ms = self.cfg.poll_interval_ms;
-                let mine = self.my_claim(&doc, claimed.epoch).expect("checked");
+                let mine = self.my_claim(doc, claimed.epoch).expect("checked");
                 self.start_run(now, task, mine, doc.version);
                 self.polling = false;
                 self.next_poll_at = now;
@@ -1183,7 +1183,7 @@ impl Worker {
         now: Instant,
         task: TaskId,
         doc: TaskDoc,
-        reply: StoreReply<DocKey, DocValue>,
+        reply: &StoreReply<DocKey, DocValue>,
     ) {
         let Some(run) = self.runs.get(&task).copied() else {
             return;
@@ -1315,13 +1315,13 @@ impl Worker {
         task: TaskId,
         epoch: u64,
         step: u32,
-        reply: StoreReply<DocKey, DocValue>,
+        reply: &StoreReply<DocKey, DocValue>,
     ) {
         let Some(at) = self.current_run(task, epoch, step, Wait::Progress) else {
             return;
         };
         let landed = match reply {
-            StoreReply::Written { version } => Some(version),
+            StoreReply::Written { version } => Some(*version),
             // A retry of ours conflicted with our own earlier write.
             StoreReply::Conflict { current: Some(doc) }
                 if doc.value.as_task().is_some_and(|t| {

@@ -90,7 +90,7 @@ impl Harness {
             let Some(input) = inputs.pop() else {
                 return;
             };
-            self.worker.handle_input(self.time(), input);
+            self.worker.handle_input(self.time(), &input);
             while let Some(out) = self.worker.poll_output() {
                 let LeaseOutput::Store { request, op } = out else {
                     // Effects go unanswered: these tests are about polling.

@@ -24,10 +24,14 @@ pub trait Node {
     type Event: Clone + Debug + Hash + Serialize;
 
     /// Handle one input at local time `now`; push every resulting output.
+    /// The input is borrowed, and the host drops it after the step: taken
+    /// by value (88 bytes with the protocol's keys), the worker moved its
+    /// reply out and on down its handlers, and dropped it there; friday-rush
+    /// 187.66 M -> 185.37 M instructions by reference.
     fn step(
         &mut self,
         now: LocalTime,
-        input: Input<Self::Key, Self::Value>,
+        input: &Input<Self::Key, Self::Value>,
         out: &mut Vec<Output<Self::Key, Self::Value, Self::Event>>,
     );
 

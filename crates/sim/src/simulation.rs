@@ -990,7 +990,7 @@ impl<N: Node> Simulation<N> {
         slot.node
             .as_mut()
             .expect("stepping a live node")
-            .step(local, input, out);
+            .step(local, &input, out);
         let of = out.len() as u32;
         let (leave, after) = match fault {
             Some(StepFault::CrashBetweenOutputs {

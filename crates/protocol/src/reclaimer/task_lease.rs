@@ -197,7 +197,7 @@ impl Reclaimer {
         &mut self,
         now: Instant,
         purpose: Purpose,
-        reply: StoreReply<DocKey, DocValue>,
+        reply: &StoreReply<DocKey, DocValue>,
     ) {
         match purpose {
             Purpose::ExpireLease { task } => {
@@ -212,7 +212,7 @@ impl Reclaimer {
                         owner: lease.owner,
                         epoch: lease.epoch,
                     });
-                    self.start_lease_job(now, task, lease, version);
+                    self.start_lease_job(now, task, lease, *version);
                 }
             }
             Purpose::GetLeasedTask { task } => {
@@ -228,7 +228,7 @@ impl Reclaimer {
                             && t.owner == Some(lease.owner)
                             && t.epoch == lease.epoch =>
                     {
-                        self.requeue_leased(now, task, &doc)
+                        self.requeue_leased(now, task, doc)
                     }
                     // Not claimed under this lease yet, but a claim sent
                     // while the lease was alive may still be on its way (a
@@ -240,7 +240,7 @@ impl Reclaimer {
                     (Some(doc), Some(t))
                         if t.state == TaskState::Pending && t.epoch < lease.epoch =>
                     {
-                        self.void_claim(now, task, &doc, t)
+                        self.void_claim(now, task, doc, t)
                     }
                     // Done, or moved past this lease's epoch (re-queued,
                     // re-claimed, voided): no claim under this lease can land

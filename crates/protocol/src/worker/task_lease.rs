@@ -232,7 +232,7 @@ impl Worker {
         &mut self,
         now: Instant,
         purpose: Purpose,
-        reply: StoreReply<DocKey, DocValue>,
+        reply: &StoreReply<DocKey, DocValue>,
     ) {
         match purpose {
             Purpose::LeaseCreate { task } => {
@@ -248,7 +248,7 @@ impl Worker {
                     StoreReply::Written { version } => {
                         let lease = TaskLease {
                             epoch: claimed.epoch,
-                            version,
+                            version: *version,
                             beats: 0,
                             renewed_at: sent_at,
                             renew_in_flight: false,
@@ -285,7 +285,7 @@ impl Worker {
                         && !self.leases.contains_key(&task)
                         && !self.runs.contains_key(&task)
                     {
-                        self.delete_task_lease(now, task, version);
+                        self.delete_task_lease(now, task, *version);
                     }
                     return;
                 };
@@ -294,7 +294,7 @@ impl Worker {
                 let (beats, sent_at) = (lease.renewal_beats, lease.renewal_sent_at);
                 match reply {
                     StoreReply::Written { version } => {
-                        lease.version = version;
+                        lease.version = *version;
                         lease.beats = beats;
                         if sent_at > lease.renewed_at {
                             lease.renewed_at = sent_at;
