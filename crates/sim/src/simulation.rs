@@ -711,39 +711,80 @@ impl<N: Node> Simulation<N> {
             // workload's next arrival may be pushed before they are read.
             return self.store_arrive(slot, observer);
         }
+        if !matches!(
+            self.queue.popped(&slot),
+            Event::ToNode { .. } | Event::ToService { .. }
+        ) {
+            return self.dispatch_rare(slot, out, observer);
+        }
         match self.queue.take(slot) {
-            Event::Boot { node } => self.boot(node, out, observer),
             Event::ToNode {
                 node,
                 incarnation,
                 input,
             } => {
                 let slot = &self.slots[node.index()];
-                if slot.incarnation != incarnation || slot.node.is_none() {
-                    emit(
-                        &mut self.hasher,
-                        observer,
-                        self.now_us,
-                        RecordKind::Dropped { node, incarnation },
-                    );
-                    return;
-                }
-                if let Some(until) = slot.paused_until_us {
-                    // The message waits in the socket buffer of a frozen process.
-                    self.queue.push(
-                        until,
-                        Event::ToNode {
-                            node,
-                            incarnation,
-                            input,
-                        },
-                    );
-                    return;
+                if slot.incarnation != incarnation
+                    || slot.node.is_none()
+                    || slot.paused_until_us.is_some()
+                {
+                    return self.defer_or_drop(node, incarnation, input, observer);
                 }
                 self.step(node, input, out, observer);
             }
-            Event::ToStore { .. } => unreachable!("a store request is handled in its cell"),
             Event::ToService { env, call } => self.service_arrive(env, call, observer),
+            _ => unreachable!("the other events are dispatched above"),
+        }
+    }
+
+    /// A reply for a node that is gone (a later incarnation, or down) or
+    /// frozen. Rare, so out of line: the run loop's hot code stays dense.
+    #[cold]
+    #[inline(never)]
+    fn defer_or_drop<O: Observer<N::Key, N::Value, N::Event>>(
+        &mut self,
+        node: NodeId,
+        incarnation: u32,
+        input: Input<N::Key, N::Value>,
+        observer: &mut O,
+    ) {
+        let slot = &self.slots[node.index()];
+        if slot.incarnation != incarnation || slot.node.is_none() {
+            emit(
+                &mut self.hasher,
+                observer,
+                self.now_us,
+                RecordKind::Dropped { node, incarnation },
+            );
+            return;
+        }
+        let until = slot
+            .paused_until_us
+            .expect("held: a gone node's or a frozen node's");
+        // The message waits in the socket buffer of a frozen process.
+        self.queue.push(
+            until,
+            Event::ToNode {
+                node,
+                incarnation,
+                input,
+            },
+        );
+    }
+
+    /// The events that are not messages: boots, resumes, faults and their
+    /// ends. A few per thousand events, so out of line and cold: inlined
+    /// into the run loop they spread its hot code over more cache lines.
+    #[cold]
+    #[inline(never)]
+    fn dispatch_rare<O: Observer<N::Key, N::Value, N::Event>>(
+        &mut self,
+        slot: PoppedSlot,
+        out: &mut Outputs<N>,
+        observer: &mut O,
+    ) {
+        match self.queue.take(slot) {
+            Event::Boot { node } => self.boot(node, out, observer),
             Event::Resume { node, incarnation } => self.resume(node, incarnation, observer),
             Event::Scheduled(fault) => self.scheduled(fault, observer),
             Event::PartitionEnd {
@@ -773,6 +814,9 @@ impl<N: Node> Simulation<N> {
                     self.now_us,
                     RecordKind::HealPhase,
                 );
+            }
+            Event::ToNode { .. } | Event::ToService { .. } | Event::ToStore { .. } => {
+                unreachable!("messages are dispatched on the hot path")
             }
         }
     }
@@ -1034,6 +1078,36 @@ impl<N: Node> Simulation<N> {
             }
             return;
         };
+        self.step_fault_end(
+            node,
+            incarnation,
+            node_step,
+            leave,
+            after,
+            exit,
+            out,
+            observer,
+        );
+    }
+
+    /// The end of a step that a fault cut short: a crash between its
+    /// outputs, or a pause after some of them. A step in a few hundred, so
+    /// out of line and cold, away from the hot step's code.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn step_fault_end<O: Observer<N::Key, N::Value, N::Event>>(
+        &mut self,
+        node: NodeId,
+        incarnation: u32,
+        node_step: u64,
+        leave: u32,
+        after: Result<(u32, u64), (u32, u64)>,
+        exit: bool,
+        out: &mut Outputs<N>,
+        observer: &mut O,
+    ) {
+        let now_us = self.now_us;
         // Only a pause keeps the outputs left over (they leave when it
         // ends); after a crash or an exit they are dropped with the clear.
         let rest: Vec<_> = if after.is_ok() && !exit {
@@ -1229,22 +1303,7 @@ impl<N: Node> Simulation<N> {
             Output::Store { op, .. } => match copy_at {
                 // A duplicated message (rare): two clones; the output is
                 // dropped with the buffer.
-                Some(copy_at) => {
-                    self.queue.push(
-                        first_at,
-                        Event::ToStore {
-                            env,
-                            op: op.clone(),
-                        },
-                    );
-                    self.queue.push(
-                        copy_at,
-                        Event::ToStore {
-                            env: copy_env,
-                            op: op.clone(),
-                        },
-                    );
-                }
+                Some(copy_at) => self.push_store_twice(op, (first_at, env), (copy_at, copy_env)),
                 // The common case: the request moves from the output's
                 // place into its cell, no clone.
                 None => self
@@ -1267,6 +1326,62 @@ impl<N: Node> Simulation<N> {
             _ => unreachable!("only requests travel"),
         }
         false
+    }
+
+    /// A duplicated store request: two clones in two events. Rare, so out
+    /// of line, away from the one push of every other request.
+    #[cold]
+    #[inline(never)]
+    fn push_store_twice(
+        &mut self,
+        op: &StoreRequest<N::Key, N::Value>,
+        (first_at, env): (u64, Envelope),
+        (copy_at, copy_env): (u64, Envelope),
+    ) {
+        self.queue.push(
+            first_at,
+            Event::ToStore {
+                env,
+                op: op.clone(),
+            },
+        );
+        self.queue.push(
+            copy_at,
+            Event::ToStore {
+                env: copy_env,
+                op: op.clone(),
+            },
+        );
+    }
+
+    /// A duplicated reply: the input cloned into a second event. Rare, so
+    /// out of line.
+    #[cold]
+    #[inline(never)]
+    fn push_reply_twice(
+        &mut self,
+        node: NodeId,
+        incarnation: u32,
+        input: Input<N::Key, N::Value>,
+        at: u64,
+        extra_us: u64,
+    ) {
+        self.queue.push(
+            at,
+            Event::ToNode {
+                node,
+                incarnation,
+                input: input.clone(),
+            },
+        );
+        self.queue.push(
+            at + extra_us,
+            Event::ToNode {
+                node,
+                incarnation,
+                input,
+            },
+        );
     }
 
     fn lost<O: Observer<N::Key, N::Value, N::Event>>(
@@ -1346,22 +1461,7 @@ impl<N: Node> Simulation<N> {
                 },
             ),
             Some(MessageAction::Duplicate { extra_us }) => {
-                self.queue.push(
-                    at,
-                    Event::ToNode {
-                        node,
-                        incarnation,
-                        input: input.clone(),
-                    },
-                );
-                self.queue.push(
-                    at + extra_us,
-                    Event::ToNode {
-                        node,
-                        incarnation,
-                        input,
-                    },
-                );
+                self.push_reply_twice(node, incarnation, input, at, extra_us)
             }
             Some(MessageAction::Fail | MessageAction::Hang) | None => {
                 // A panic in the push (a full queue) leaks the input rather
