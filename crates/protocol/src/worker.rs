@@ -1132,8 +1132,7 @@ impl Worker {
     /// task since. The last step's write completes the task.
     #[inline(always)]
     fn write_progress(&mut self, now: Instant, task: TaskId, at: usize) {
-        let (&found, run) = self.runs.entry_at_mut(at);
-        assert_eq!(found, task, "a run's place in `runs` is stale");
+        let run = run_at(&mut self.runs, task, at);
         set_wait(&mut self.retrying, run, Wait::Progress);
         let steps_done = run.step + 1;
         let state = if steps_done == run.steps_total {

@@ -760,7 +760,7 @@ impl<N: Node> Simulation<N> {
         }
         let until = slot
             .paused_until_us
-            .expect("held: a gone node's or a frozen node's");
+            .expect("a live node's message is held only while it is paused");
         // The message waits in the socket buffer of a frozen process.
         self.queue.push(
             until,

@@ -206,11 +206,11 @@ impl Worker {
         match purpose {
             // Outcome unknown: do not claim. If the lease landed, nobody
             // renews it and the reclaimer expires and deletes it.
-            Purpose::LeaseCreate { task, .. } => {
+            Purpose::LeaseCreate { task } => {
                 self.lease_creates.remove(&task);
                 self.poll_later(now)
             }
-            Purpose::LeaseRenew { task, epoch, .. } => {
+            Purpose::LeaseRenew { task, epoch } => {
                 // A released lease whose last renewal is lost stays behind;
                 // the reclaimer expires it and finds nothing left to do.
                 self.releasing.remove(&task);
