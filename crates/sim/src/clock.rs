@@ -74,7 +74,15 @@ impl LocalClock {
     }
 
     /// The earliest simulated time at which this clock reads at least `local`.
+    #[inline]
     pub fn sim_time_for(&self, local: Instant) -> u64 {
+        if self.offset_us | self.drift_ppm == 0 {
+            // The identity clock (no offset, no drift: every clock of a
+            // run without clock faults, and the monotonic clock of most
+            // that have them, which skew the wall clock only): `local`
+            // itself, one test instead of the i128 form's ~15 instructions.
+            return local.as_micros();
+        }
         let target = local.as_micros() as i128 - self.offset_us as i128;
         if self.drift_ppm == 0 {
             // Most clocks in most runs: `local(sim) = max(sim + offset, 0)`,
