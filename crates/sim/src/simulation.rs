@@ -1617,7 +1617,7 @@ impl<N: Node> Simulation<N> {
                 // A fresh sequence number: the timer orders as if it had been
                 // pushed as an event now.
                 let seq = self.queue.next_seq();
-                self.timers.set(node.0, at, seq);
+                self.timers.rearm(node.0, at, seq);
             }
             None => self.timers.remove(node.0),
         }
