@@ -88,10 +88,10 @@ impl LocalClock {
             // itself, one test instead of the i128 form's ~15 instructions.
             return local.as_micros();
         }
-        let target = local.as_micros() as i128 - self.offset_us as i128;
         if self.drift_ppm == 0 {
-            // Most clocks in most runs: `local(sim) = max(sim + offset, 0)`,
+            // An offset and no drift: `local(sim) = max(sim + offset, 0)`,
             // inverted directly (zero is read from the start).
+            let target = local.as_micros() as i128 - self.offset_us as i128;
             return if local == Instant::ZERO {
                 0
             } else {
@@ -133,6 +133,9 @@ impl LocalClock {
                 return self.checked_inverse(t as u64 / rate as u64, local);
             }
         }
+        // Computed here, not above: the drifting clocks' i64 form above
+        // has no use for it.
+        let target = local.as_micros() as i128 - self.offset_us as i128;
         if target <= 0 || self.local(0) >= local {
             return 0;
         }
