@@ -333,7 +333,92 @@ impl Worker {
         self.lease_deadline
     }
 
+    /// Asked after every input. The earliest wakeup is a plain minimum over
+    /// the candidates, with the end of time (`NEVER`) standing for "none":
+    /// two instructions a candidate, where an `Option` per step was five.
+    /// A minimum at the end of time is either no wakeup or a deadline there
+    /// (an effect that waits forever, a saturated one): rare, and told
+    /// apart by `poll_timeout_computed`, which also checks the rest in
+    /// debug builds.
     pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.phase == Phase::Stopped {
+            return None;
+        }
+        let mut next = self.out.earliest_deadline().unwrap_or(NEVER);
+        if self.phase == Phase::Registering {
+            if let Some(t) = self.retry_register_at {
+                next = next.min(t);
+            }
+        } else {
+            // `fence_at` is `NEVER` when nothing fences us, and so is the
+            // lease deadline `poll_timeout_computed` considers then.
+            next = next.min(self.fence_at);
+            if self.task_mode() {
+                next = self.task_mode_wakeup(next);
+            } else {
+                if !self.heartbeat_in_flight {
+                    next = next.min(self.next_heartbeat_at);
+                }
+                // Worker mode holds no leases and creates none (both only
+                // follow `create_task_lease`): the busy slots are the runs
+                // and the claims.
+                debug_assert!(self.leases.len() == 0 && self.lease_creates.len() == 0);
+                if !self.polling
+                    && self.runs.len() + self.doubtful.len() < self.slots_per_worker as usize
+                {
+                    next = next.min(self.next_poll_at);
+                }
+            }
+            if self.retrying > 0 {
+                for run in self.runs.values() {
+                    if let Wait::RetryEffectAt(t) | Wait::RetryProgressAt(t) = run.wait {
+                        next = next.min(t);
+                    }
+                }
+            }
+            // The early exit (nothing is due before zero) keeps LLVM from
+            // unrolling the walk behind a trip-count division, as in
+            // `outbox::earliest_of`: claims in doubt are one or two.
+            for doubt in self.doubtful.values() {
+                if let Some(t) = doubt.recheck_at {
+                    next = next.min(t);
+                    if next == Instant::ZERO {
+                        break;
+                    }
+                }
+            }
+        }
+        if next == NEVER {
+            return self.poll_timeout_at_end_of_time();
+        }
+        debug_assert_eq!(Some(next), self.poll_timeout_computed());
+        Some(next)
+    }
+
+    /// `poll_timeout`'s task-mode candidates (lease renewals and fences, the
+    /// next poll) folded into `next`: out of line, so the worker-mode path
+    /// keeps its registers.
+    #[inline(never)]
+    fn task_mode_wakeup(&self, mut next: Instant) -> Instant {
+        if let Some(t) = self.task_lease_wakeup() {
+            next = next.min(t);
+        }
+        if !self.polling && self.free_slots() > 0 {
+            next = next.min(self.next_poll_at);
+        }
+        next
+    }
+
+    /// `poll_timeout` when every candidate, if any, is at the end of time.
+    #[cold]
+    #[inline(never)]
+    fn poll_timeout_at_end_of_time(&self) -> Option<Instant> {
+        self.poll_timeout_computed()
+    }
+
+    /// The earliest wakeup, each candidate an `Option` (what `poll_timeout`
+    /// computes faster).
+    fn poll_timeout_computed(&self) -> Option<Instant> {
         if self.phase == Phase::Stopped {
             return None;
         }
