@@ -117,7 +117,12 @@ impl<P: Copy> Outbox<P> {
                 if Some(*deadline) == self.earliest {
                     self.earliest = earliest_of(rest);
                 }
-                self.pending.pop().map(|(_, purpose, _)| purpose)
+                // Read in place and cut off, not popped: `pop`'s `Option`
+                // came back as the caller's, to be tested once more.
+                let last = self.pending.len() - 1;
+                let purpose = self.pending[last].1;
+                self.pending.truncate(last);
+                Some(purpose)
             }
             (End::Oldest, [(_, _, deadline), rest @ ..]) => {
                 if Some(*deadline) == self.earliest {
