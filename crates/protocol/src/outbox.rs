@@ -100,33 +100,46 @@ impl<P: Copy> Outbox<P> {
     pub fn take(&mut self, request: RequestId) -> Option<P> {
         // Nearly every reply is for the newest request in flight (a store
         // request answered before the effects sent earlier) or the oldest:
-        // both are taken here, with no walk and no shift.
+        // both are taken here, with no walk and no shift. Any other is first
+        // moved to the nearer end (`move_to_an_end`), so the purpose leaves
+        // the vector in one place: taken three ways, one of them through
+        // the call's memory, it went through the stack on every reply.
+        let end = match &self.pending[self.head..] {
+            [.., (id, _, _)] if *id == request => End::Newest,
+            [(id, _, _), ..] if *id == request => End::Oldest,
+            _ => self.move_to_an_end(request)?,
+        };
         // The earliest deadline is settled before the entry leaves, so the
         // purpose moves once, from the vector to the caller (it took a trip
         // through the stack while the rest was scanned).
-        let live = &self.pending[self.head..];
-        match live {
-            [] => None,
-            [rest @ .., (id, _, deadline)] if *id == request => {
+        match (end, &self.pending[self.head..]) {
+            (End::Newest, [rest @ .., (_, _, deadline)]) => {
                 if Some(*deadline) == self.earliest {
                     self.earliest = earliest_of(rest);
                 }
-                self.pending.pop().map(|(_, purpose, _)| purpose)
+                // Read in place and cut off, not popped: `pop`'s `Option`
+                // came back as the caller's, to be tested once more.
+                let last = self.pending.len() - 1;
+                let purpose = self.pending[last].1;
+                self.pending.truncate(last);
+                Some(purpose)
             }
-            [(id, _, deadline), rest @ ..] if *id == request => {
+            (End::Oldest, [(_, _, deadline), rest @ ..]) => {
                 if Some(*deadline) == self.earliest {
                     self.earliest = earliest_of(rest);
                 }
                 self.head += 1;
                 Some(self.pending[self.head - 1].1)
             }
-            _ => self.take_inner(request),
+            _ => unreachable!("the request is at that end"),
         }
     }
 
-    /// `take` for a request neither the newest nor the oldest in flight.
+    /// For `take`: a request neither the newest nor the oldest in flight,
+    /// moved to the nearer end (the others keep their order, as `remove`
+    /// leaves them); `None` when it is not in flight.
     #[inline(never)]
-    fn take_inner(&mut self, request: RequestId) -> Option<P> {
+    fn move_to_an_end(&mut self, request: RequestId) -> Option<End> {
         // Replies mostly come back in the order their requests left, so the
         // request is near the front: a short walk finds it, and only a long
         // list (a reclaimer's requeues) is searched by halves.
@@ -138,7 +151,15 @@ impl<P: Copy> Outbox<P> {
             None if live.len() <= WALK => return None,
             None => live.binary_search_by_key(&request, |(id, _, _)| *id).ok()?,
         };
-        Some(self.remove(i))
+        let at = self.head + i;
+        // `remove`'s choice: the fewer entries move.
+        if i < self.pending.len() - at {
+            self.pending[self.head..=at].rotate_right(1);
+            Some(End::Oldest)
+        } else {
+            self.pending[at..].rotate_left(1);
+            Some(End::Newest)
+        }
     }
 
     /// Remove the `i`-th request in flight; its purpose.
@@ -206,6 +227,13 @@ impl<P: Copy> Outbox<P> {
             out.append(&mut self.queued);
         }
     }
+}
+
+/// Where `take` finds its request among those in flight.
+#[derive(Clone, Copy)]
+enum End {
+    Newest,
+    Oldest,
 }
 
 /// The earliest deadline among `live` requests.

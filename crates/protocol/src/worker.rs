@@ -333,7 +333,92 @@ impl Worker {
         self.lease_deadline
     }
 
+    /// Asked after every input. The earliest wakeup is a plain minimum over
+    /// the candidates, with the end of time (`NEVER`) standing for "none":
+    /// two instructions a candidate, where an `Option` per step was five.
+    /// A minimum at the end of time is either no wakeup or a deadline there
+    /// (an effect that waits forever, a saturated one): rare, and told
+    /// apart by `poll_timeout_computed`, which also checks the rest in
+    /// debug builds.
     pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.phase == Phase::Stopped {
+            return None;
+        }
+        let mut next = self.out.earliest_deadline().unwrap_or(NEVER);
+        if self.phase == Phase::Registering {
+            if let Some(t) = self.retry_register_at {
+                next = next.min(t);
+            }
+        } else {
+            // `fence_at` is `NEVER` when nothing fences us, and so is the
+            // lease deadline `poll_timeout_computed` considers then.
+            next = next.min(self.fence_at);
+            if self.task_mode() {
+                next = self.task_mode_wakeup(next);
+            } else {
+                if !self.heartbeat_in_flight {
+                    next = next.min(self.next_heartbeat_at);
+                }
+                // Worker mode holds no leases and creates none (both only
+                // follow `create_task_lease`): the busy slots are the runs
+                // and the claims.
+                debug_assert!(self.leases.len() == 0 && self.lease_creates.len() == 0);
+                if !self.polling
+                    && self.runs.len() + self.doubtful.len() < self.slots_per_worker as usize
+                {
+                    next = next.min(self.next_poll_at);
+                }
+            }
+            if self.retrying > 0 {
+                for run in self.runs.values() {
+                    if let Wait::RetryEffectAt(t) | Wait::RetryProgressAt(t) = run.wait {
+                        next = next.min(t);
+                    }
+                }
+            }
+            // The early exit (nothing is due before zero) keeps LLVM from
+            // unrolling the walk behind a trip-count division, as in
+            // `outbox::earliest_of`: claims in doubt are one or two.
+            for doubt in self.doubtful.values() {
+                if let Some(t) = doubt.recheck_at {
+                    next = next.min(t);
+                    if next == Instant::ZERO {
+                        break;
+                    }
+                }
+            }
+        }
+        if next == NEVER {
+            return self.poll_timeout_at_end_of_time();
+        }
+        debug_assert_eq!(Some(next), self.poll_timeout_computed());
+        Some(next)
+    }
+
+    /// `poll_timeout`'s task-mode candidates (lease renewals and fences, the
+    /// next poll) folded into `next`: out of line, so the worker-mode path
+    /// keeps its registers.
+    #[inline(never)]
+    fn task_mode_wakeup(&self, mut next: Instant) -> Instant {
+        if let Some(t) = self.task_lease_wakeup() {
+            next = next.min(t);
+        }
+        if !self.polling && self.free_slots() > 0 {
+            next = next.min(self.next_poll_at);
+        }
+        next
+    }
+
+    /// `poll_timeout` when every candidate, if any, is at the end of time.
+    #[cold]
+    #[inline(never)]
+    fn poll_timeout_at_end_of_time(&self) -> Option<Instant> {
+        self.poll_timeout_computed()
+    }
+
+    /// The earliest wakeup, each candidate an `Option` (what `poll_timeout`
+    /// computes faster).
+    fn poll_timeout_computed(&self) -> Option<Instant> {
         if self.phase == Phase::Stopped {
             return None;
         }
@@ -438,9 +523,10 @@ impl Worker {
             self.stop(FenceCause::LeaseExpired);
             return;
         }
-        // The mode first: in worker mode one test, not two.
-        if self.task_mode() && self.phase == Phase::Active {
-            self.fence_expired_task_leases(now);
+        // The mode first: in worker mode one test, not two (the phase, in a
+        // register already, was tested first when both were here).
+        if self.task_mode() {
+            self.fence_expired_task_leases_if_active(now);
         }
         // By frequency (friday-rush: 57 % store replies, 26 % timeouts, 16 %
         // effect replies), tested in turn: a `match` decoded the niche in
@@ -458,6 +544,14 @@ impl Worker {
         }
         if self.phase != Phase::Stopped {
             self.on_time(now);
+        }
+    }
+
+    /// Task mode, on every input: `fence_expired_task_leases` once active.
+    #[inline(never)]
+    fn fence_expired_task_leases_if_active(&mut self, now: Instant) {
+        if self.phase == Phase::Active {
+            self.fence_expired_task_leases(now);
         }
     }
 
@@ -524,9 +618,8 @@ impl Worker {
     }
 
     fn on_time(&mut self, now: Instant) {
-        // Timeouts send nothing, so this loop ends; `stop` clears the rest.
-        while let Some(purpose) = self.out.expire_one(now) {
-            self.on_timeout(now, purpose);
+        if self.out.earliest_deadline().is_some_and(|e| now >= e) {
+            self.expire_due(now);
             if self.phase == Phase::Stopped {
                 return;
             }
@@ -577,6 +670,21 @@ impl Worker {
         }
         if !self.polling && now >= self.next_poll_at && self.free_slots() > 0 {
             self.poll(now);
+        }
+    }
+
+    /// The requests whose deadlines have passed, given up in turn. Out of
+    /// line: on_time asks on every input, and one in fifty finds one due
+    /// (friday-rush), so the walk's setup stays out of the input's path.
+    #[cold]
+    #[inline(never)]
+    fn expire_due(&mut self, now: Instant) {
+        // Timeouts send nothing, so this loop ends; `stop` clears the rest.
+        while let Some(purpose) = self.out.expire_one(now) {
+            self.on_timeout(now, purpose);
+            if self.phase == Phase::Stopped {
+                return;
+            }
         }
     }
 
