@@ -137,11 +137,19 @@ impl RunObserver<'_, '_> {
                 self.load.task_write(actor, new, before);
                 // The checker judges only the writes the store accepted.
                 if let StoreReply::Written { .. } = reply {
-                    self.checker.task_write(time_us, actor, task, before, new);
                     // Of the store records, only a task write moves the
-                    // count of tasks done, and so the stop time.
-                    self.refresh_stop_after();
+                    // count of tasks done, and so the stop time; and only
+                    // the rare one that the checker says moved it is
+                    // copied (each write's copy was ~0.1 M instructions a
+                    // friday-rush sweep of five seeds).
+                    if self.checker.task_write(time_us, actor, task, before, new) {
+                        self.refresh_stop_after();
+                    }
                 }
+                debug_assert!(
+                    self.extra.is_some() || self.stop_after_us == self.checker.stop_after_us(),
+                    "the stop time moved by a task write the checker did not flag"
+                );
             }
             None => {
                 self.checker.store(time_us, actor, op, reply, before);

@@ -405,7 +405,8 @@ impl LeaseChecker {
     // Inlined into `store`: the run's observer hands the checker store
     // records only once it has counted the index scans itself, so what
     // reaches `store` is mostly task writes, and the call cost more than
-    // it saved.
+    // it saved. Answers whether `stop_after_us` may have moved (the count
+    // of tasks done crossed the total).
     #[inline(always)]
     fn on_task_write(
         &mut self,
@@ -415,7 +416,7 @@ impl LeaseChecker {
         // Borrowed from the record: two 32-byte copies per write otherwise.
         before: Option<&TaskDoc>,
         new: &TaskDoc,
-    ) {
+    ) -> bool {
         // The task's track is found once and held to the end (reports go
         // to `verdicts`, a field apart): a lookup per use was a bounds
         // check each.
@@ -427,7 +428,7 @@ impl LeaseChecker {
                         task.0
                     )
                 });
-            return;
+            return false;
         };
         let verdicts = &mut self.verdicts;
         // Only formatted when a violation is reported: every task write
@@ -544,12 +545,15 @@ impl LeaseChecker {
             if self.done == self.cfg.tasks_total {
                 self.all_done_at_us = Some(time_us);
                 self.keep_stop_after();
+                return true;
             }
         } else if was_done && new.state != TaskState::Done {
             self.done -= 1;
             self.all_done_at_us = None;
             self.keep_stop_after();
+            return true;
         }
+        false
     }
 
     /// Judge one line of the effect ledger.
@@ -806,7 +810,8 @@ impl LeaseChecker {
             (_, StoreReply::Written { .. }) => {
                 if let Some((task, new)) = task_write(op) {
                     let before = before.and_then(|d| d.value.as_task());
-                    self.task_write(time_us, actor, task, before, new);
+                    // The stop time is the host's to read.
+                    let _ = self.task_write(time_us, actor, task, before, new);
                 }
             }
             (StoreRequest::DeleteIfVersion { key, .. }, StoreReply::Deleted) => {
@@ -827,6 +832,9 @@ impl LeaseChecker {
     /// An accepted write of task document `new` over `before`: what
     /// [`Self::store`] does with one, for a host that already took the
     /// record apart (the run's observer, which counts the same write).
+    /// Answers whether [`Self::stop_after_us`] may have moved: only when
+    /// the count of tasks done reaches or leaves the total, so a host that
+    /// keeps a copy re-reads it then alone.
     #[inline(always)]
     pub fn task_write(
         &mut self,
@@ -835,9 +843,9 @@ impl LeaseChecker {
         task: TaskId,
         before: Option<&TaskDoc>,
         new: &TaskDoc,
-    ) {
+    ) -> bool {
         let writer = self.writer(actor);
-        self.on_task_write(time_us, task, writer, before, new);
+        self.on_task_write(time_us, task, writer, before, new)
     }
 
     /// An effect ledger line ([`RecordKind::Effect`]): what

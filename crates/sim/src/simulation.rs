@@ -299,7 +299,9 @@ fn emit<K: Hash, V: Hash, E: Hash, O: Observer<K, V, E>>(
 /// The common kinds are written by hand, their fixed fields gathered into one
 /// copy: the bytes are exactly those `derive(Hash)` on [`Record`] feeds the
 /// hasher (the time, the kind's discriminant, the fields in order), which a
-/// test checks. The rare kinds go through the derive itself.
+/// test checks. Faults are gathered per variant too
+/// ([`TraceHasher::put_fault_record`]); the heal phase goes through the derive
+/// itself.
 #[inline(always)]
 fn hash_record<K: Hash, V: Hash, E: Hash>(record: &Record<'_, K, V, E>, hasher: &mut TraceHasher) {
     let t = record.time_us;
@@ -433,7 +435,8 @@ fn hash_record<K: Hash, V: Hash, E: Hash>(record: &Record<'_, K, V, E>, hasher: 
                 .u32(node.0)
                 .u32(incarnation),
         ),
-        RecordKind::Fault(_) | RecordKind::HealPhase => record.hash(hasher),
+        RecordKind::Fault(fault) => hasher.put_fault_record(t, fault),
+        RecordKind::HealPhase => record.hash(hasher),
     }
 }
 
