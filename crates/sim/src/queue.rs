@@ -677,8 +677,8 @@ impl TimerQueue {
 }
 
 /// The timer heap's sift-down of `entry` from the hole at `i` ([`sink`]
-/// with the moves recorded in `pos`), for [`TimerQueue::set`]'s later
-/// re-arm. A full family's smallest child is picked by index
+/// with the moves recorded in `pos`), for [`TimerQueue::rearm`]'s later
+/// move. A full family's smallest child is picked by index
 /// ([`min_of_four`]), its key read once it is known: the event queue's
 /// tournament carries each child's order along, eight registers that,
 /// beside the re-arm's own, spilled to the stack at every level.
