@@ -532,34 +532,7 @@ impl TimerQueue {
     /// as a call its saves and restores were ~16 instructions a re-arm.
     #[inline(always)]
     pub fn set(&mut self, node: u32, time_us: u64, seq: u64) {
-        let key = Key::new(time_us, seq, node);
-        let at = self.pos[node as usize];
-        if at == NOT_ARMED {
-            let i = self.heap.len();
-            self.heap.push(key);
-            self.pos[node as usize] = i as u32;
-            self.sift_up(i);
-        } else {
-            let i = at as usize;
-            debug_assert_eq!(self.heap[i].slot(), node as usize);
-            if key.order() < self.heap[i].order() {
-                self.heap[i] = key;
-                self.sift_up(i);
-            } else {
-                // Later, as most re-arms are: the new key sinks from the
-                // old one's place (`sift_down` written out, with the key in
-                // hand instead of read back from the heap).
-                let pos = &mut self.pos;
-                let j = sink(&mut self.heap, i, key, |moved, to| {
-                    pos[moved.slot()] = to as u32
-                });
-                self.pos[node as usize] = j as u32;
-            }
-        }
-        debug_assert_eq!(
-            self.heap[self.pos[node as usize] as usize].slot(),
-            node as usize
-        );
+        self.arm::<false>(node, time_us, seq);
     }
 
     /// [`TimerQueue::set`] for the re-arm after a step (most re-arms), its
@@ -569,6 +542,13 @@ impl TimerQueue {
     /// (+0.97 M, the event heap's pop among it).
     #[inline(always)]
     pub(crate) fn rearm(&mut self, node: u32, time_us: u64, seq: u64) {
+        self.arm::<true>(node, time_us, seq);
+    }
+
+    /// `set` and `rearm`: the same moves, the later one sunk by
+    /// [`sink_timer`] (`SINK_BY_INDEX`) or by the shared [`sink`].
+    #[inline(always)]
+    fn arm<const SINK_BY_INDEX: bool>(&mut self, node: u32, time_us: u64, seq: u64) {
         let key = Key::new(time_us, seq, node);
         let at = self.pos[node as usize];
         if at == NOT_ARMED {
@@ -584,8 +564,16 @@ impl TimerQueue {
                 self.sift_up(i);
             } else {
                 // Later, as most re-arms are: the new key sinks from the
-                // old one's place.
-                let j = sink_timer(&mut self.heap, &mut self.pos, i, key);
+                // old one's place (with the key in hand instead of read
+                // back from the heap).
+                let j = if SINK_BY_INDEX {
+                    sink_timer(&mut self.heap, &mut self.pos, i, key)
+                } else {
+                    let pos = &mut self.pos;
+                    sink(&mut self.heap, i, key, |moved, to| {
+                        pos[moved.slot()] = to as u32
+                    })
+                };
                 self.pos[node as usize] = j as u32;
             }
         }
