@@ -144,9 +144,18 @@ fn min_child(heap: &[Key], first: usize) -> (usize, u128) {
 /// Sink `entry` from the hole at `i` to its place: the smallest child moves
 /// up into the hole (`moved(key, to)` hears of each move) until `entry`
 /// orders before all children, and `entry` is written once, where it lands.
-/// Returns that index. Both heaps' sift-down.
+/// Returns that index. Both heaps' sift-down. `BY_INDEX` picks a full
+/// family's smallest child by index ([`min_child_by_index`]) instead of by
+/// the tournament that carries each child's order along ([`min_child`]):
+/// for the timer re-arm, whose own registers beside the tournament's eight
+/// orders spilled to the stack at every level.
 #[inline(always)]
-fn sink(heap: &mut [Key], mut i: usize, entry: Key, mut moved: impl FnMut(Key, usize)) -> usize {
+fn sink<const BY_INDEX: bool>(
+    heap: &mut [Key],
+    mut i: usize,
+    entry: Key,
+    mut moved: impl FnMut(Key, usize),
+) -> usize {
     let n = heap.len();
     let order = entry.order();
     // Bounded by the depth, log4(len).
@@ -155,7 +164,11 @@ fn sink(heap: &mut [Key], mut i: usize, entry: Key, mut moved: impl FnMut(Key, u
         if first >= n {
             break;
         }
-        let (child, child_order) = min_child(heap, first);
+        let (child, child_order) = if BY_INDEX {
+            min_child_by_index(heap, first)
+        } else {
+            min_child(heap, first)
+        };
         if order <= child_order {
             break;
         }
@@ -377,7 +390,7 @@ impl<T> EventQueue<T> {
             return Some(last);
         }
         let min = self.heap[0];
-        sink(&mut self.heap, 0, last, |_, _| {});
+        sink::<false>(&mut self.heap, 0, last, |_, _| {});
         Some(min)
     }
 
@@ -536,17 +549,18 @@ impl TimerQueue {
     }
 
     /// [`TimerQueue::set`] for the re-arm after a step (most re-arms), its
-    /// later move sunk by [`sink_timer`]. `set` keeps the shared [`sink`]
-    /// for the rare paths inlined into the run loop (a paused node's
-    /// timer): a change there moved the run loop's register allocation
-    /// (+0.97 M, the event heap's pop among it).
+    /// later move sunk with the child picked by index. `set` keeps the
+    /// event queue's tournament for the rare paths inlined into the run
+    /// loop (a paused node's timer): a change there moved the run loop's
+    /// register allocation (+0.97 M, the event heap's pop among it).
     #[inline(always)]
     pub(crate) fn rearm(&mut self, node: u32, time_us: u64, seq: u64) {
         self.arm::<true>(node, time_us, seq);
     }
 
     /// `set` and `rearm`: the same moves, the later one sunk by
-    /// [`sink_timer`] (`SINK_BY_INDEX`) or by the shared [`sink`].
+    /// [`sink`] with the child picked by index (`SINK_BY_INDEX`) or by the
+    /// event queue's tournament.
     #[inline(always)]
     fn arm<const SINK_BY_INDEX: bool>(&mut self, node: u32, time_us: u64, seq: u64) {
         let key = Key::new(time_us, seq, node);
@@ -566,14 +580,10 @@ impl TimerQueue {
                 // Later, as most re-arms are: the new key sinks from the
                 // old one's place (with the key in hand instead of read
                 // back from the heap).
-                let j = if SINK_BY_INDEX {
-                    sink_timer(&mut self.heap, &mut self.pos, i, key)
-                } else {
-                    let pos = &mut self.pos;
-                    sink(&mut self.heap, i, key, |moved, to| {
-                        pos[moved.slot()] = to as u32
-                    })
-                };
+                let pos = &mut self.pos;
+                let j = sink::<SINK_BY_INDEX>(&mut self.heap, i, key, |moved, to| {
+                    pos[moved.slot()] = to as u32
+                });
                 self.pos[node as usize] = j as u32;
             }
         }
@@ -657,49 +667,26 @@ impl TimerQueue {
     fn sift_down(&mut self, i: usize) {
         let entry = self.heap[i];
         let pos = &mut self.pos;
-        let j = sink(&mut self.heap, i, entry, |key, to| {
+        let j = sink::<false>(&mut self.heap, i, entry, |key, to| {
             pos[key.slot()] = to as u32
         });
         self.pos[entry.slot()] = j as u32;
     }
 }
 
-/// The timer heap's sift-down of `entry` from the hole at `i` ([`sink`]
-/// with the moves recorded in `pos`), for [`TimerQueue::rearm`]'s later
-/// move. A full family's smallest child is picked by index
-/// ([`min_of_four`]), its key read once it is known: the event queue's
-/// tournament carries each child's order along, eight registers that,
-/// beside the re-arm's own, spilled to the stack at every level.
+/// [`min_child`] for the timer re-arm's sift-down: a full family's
+/// smallest child picked by index ([`min_of_four`]), its order read once it
+/// is known.
 #[inline(always)]
-fn sink_timer(heap: &mut [Key], pos: &mut [u32], mut i: usize, entry: Key) -> usize {
-    let n = heap.len();
-    let order = entry.order();
-    // Bounded by the depth, log4(len).
-    loop {
-        let first = ARITY * i + 1;
-        if first >= n {
-            break;
+fn min_child_by_index(heap: &[Key], first: usize) -> (usize, u128) {
+    match heap.get(first..first + ARITY) {
+        Some(kids) => {
+            let kids: &[Key; ARITY] = kids.try_into().expect("four children");
+            let c = min_of_four(kids);
+            (first + c, kids[c].order())
         }
-        let (child, key) = match heap.get(first..first + ARITY) {
-            Some(kids) => {
-                let kids: &[Key; ARITY] = kids.try_into().expect("four children");
-                let c = min_of_four(kids);
-                (first + c, kids[c])
-            }
-            None => {
-                let (c, _) = min_child(heap, first);
-                (c, heap[c])
-            }
-        };
-        if order <= key.order() {
-            break;
-        }
-        heap[i] = key;
-        pos[key.slot()] = i as u32;
-        i = child;
+        None => min_child(heap, first),
     }
-    heap[i] = entry;
-    i
 }
 
 /// The index of the smallest of four children: two pairs, then their
