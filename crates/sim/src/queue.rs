@@ -34,8 +34,9 @@ struct Key {
     seq_slot: u64,
 }
 
-/// No key: an empty `EventQueue::front`. Orders after every real key (its
-/// sequence number is `MAX_SEQ`, which no key is given).
+/// No key: an unused `EventQueue::near` cell, and nothing for the heap from
+/// `EventQueue::place_near`. Orders after every real key (its sequence
+/// number is `MAX_SEQ`, which no key is given).
 const NO_KEY: Key = Key {
     time_us: u64::MAX,
     seq_slot: u64::MAX,
@@ -104,6 +105,10 @@ impl Key {
 /// workers the heap holds ~100,000 keys, and each level down is a likely
 /// cache miss.
 const ARITY: usize = 4;
+
+/// Keys `EventQueue::near` holds at most (a power of two: its indices are
+/// masked, with no bounds check).
+const NEAR: usize = 4;
 
 /// The smallest of the children that start at `first` (which must exist):
 /// `(index, order)`. Shared by both heaps' sift-down.
@@ -188,20 +193,25 @@ fn sink<const BY_INDEX: bool>(
 pub(crate) struct PoppedSlot(u32);
 
 pub struct EventQueue<T> {
-    /// The earliest key, held out of the heap, when it was pushed since the
-    /// last pop (`NO_KEY` otherwise): it orders before every key in `heap`.
-    /// Half the events a step sends are due before everything queued (a
-    /// reply comes back sooner than the next timer or the next arrival), and
-    /// are popped next: from here that is a read, not a sift-up to the root
-    /// and a sift-down of the heap's last key from it.
-    front: Key,
+    /// The earliest keys, held out of the heap, latest first: the first
+    /// `near_len` order before every key in `heap` and are popped from the
+    /// end. A key joins them when it is pushed before the heap's root.
+    /// Nearly every event a step sends is due before almost everything
+    /// queued (friday-rush: half of the pushes order first of all, a
+    /// quarter second, a tenth third; a reply comes back sooner than the
+    /// next timer or the next arrival): from here its pop is a read, not a
+    /// sift-up towards the root and a sift-down of the heap's last key from
+    /// it. Four keys serve a quarter more pops than one did.
+    near: [Key; NEAR],
+    /// Keys in `near`.
+    near_len: usize,
     /// A 4-ary min-heap of keys on `order`.
     heap: Vec<Key>,
     /// Events by slot; `None` for a free slot.
     slab: Vec<Option<T>>,
     /// Free slots, reused last-in first-out (the warmest in cache).
     free: Vec<u32>,
-    /// Keys queued, the front's and the heap's: kept, not summed, since
+    /// Keys queued, `near`'s and the heap's: kept, not summed, since
     /// the run loop reads it every event and `insert` asserts on it.
     len: usize,
     next_seq: u64,
@@ -219,7 +229,8 @@ impl<T> EventQueue<T> {
         );
         let initial = capacity_limit.min(1 << 12);
         EventQueue {
-            front: NO_KEY,
+            near: [NO_KEY; NEAR],
+            near_len: 0,
             heap: Vec::with_capacity(initial),
             slab: Vec::with_capacity(initial),
             free: Vec::with_capacity(initial),
@@ -311,27 +322,76 @@ impl<T> EventQueue<T> {
         slot
     }
 
-    /// Queue `key`: as the front if it orders before everything queued,
-    /// else in the heap. One `sift_up` site, inlined: with two, the sift
-    /// was a call from each.
+    /// Queue `key`: in `near` if it orders before the heap's root, else in
+    /// the heap. One `sift_up` site, inlined: with two, the sift was a call
+    /// from each.
     #[inline(always)]
     fn place(&mut self, key: Key) {
-        let order = key.order();
-        let to_heap = if order < self.front.order() {
-            if self.front.is_some() {
-                // Before the front, so before the heap too: the front moves
-                // into the heap (to its root).
-                std::mem::replace(&mut self.front, key)
-            } else if self.heap.first().is_none_or(|root| order < root.order()) {
-                self.front = key;
-                return;
-            } else {
+        let n = self.near_len;
+        let to_heap = if n == 0 {
+            // Most pushes (the first a step sends, after its event was
+            // popped from `near`): one compare with the heap's root.
+            if self
+                .heap
+                .first()
+                .is_some_and(|root| root.order() < key.order())
+            {
                 key
+            } else {
+                self.near[0] = key;
+                self.near_len = 1;
+                return;
             }
         } else {
-            key
+            let out = self.place_near(key, n);
+            if !out.is_some() {
+                return;
+            }
+            out
         };
         self.sift_up(to_heap);
+    }
+
+    /// [`EventQueue::place`] with `n > 0` keys in `near`: `key` joins them,
+    /// in order, if it orders before the heap's root. Returns the key for the
+    /// heap (`key`, or the latest of a full `near` that `key` displaced) or
+    /// `NO_KEY`. Out of line (a fifth of the pushes): inlined, its loop's
+    /// registers were saved and restored on every push.
+    #[inline(never)]
+    fn place_near(&mut self, key: Key, mut n: usize) -> Key {
+        debug_assert!(n > 0 && n <= NEAR);
+        let order = key.order();
+        if n < NEAR && order < self.near[(n - 1) & (NEAR - 1)].order() {
+            // Before everything queued: the end of `near`.
+            self.near[n & (NEAR - 1)] = key;
+            self.near_len = n + 1;
+            return NO_KEY;
+        }
+        if self.heap.first().is_some_and(|root| root.order() < order) {
+            return key;
+        }
+        let mut out = NO_KEY;
+        if n == NEAR {
+            if self.near[0].order() < order {
+                // After all of a full `near`, before the heap's root: the
+                // heap's new root.
+                return key;
+            }
+            // The latest of `near` makes room, to the heap's root.
+            out = self.near[0];
+            self.near.copy_within(1.., 0);
+            n -= 1;
+        }
+        // The earlier keys move one place towards the end.
+        let live = &mut self.near[..=n];
+        let mut i = n;
+        while i > 0 && live[i - 1].order() < order {
+            live[i] = live[i - 1];
+            i -= 1;
+        }
+        live[i] = key;
+        self.near_len = n + 1;
+        out
     }
 
     /// Add `key` at the bottom and move it up to its place.
@@ -373,17 +433,17 @@ impl<T> EventQueue<T> {
         Some(key)
     }
 
-    /// [`EventQueue::pop_min`]'s removal: the front if there is one, else
-    /// the heap's root, and the last key sinks from the top to its place.
+    /// [`EventQueue::pop_min`]'s removal: the end of `near` if it holds a
+    /// key, else the heap's root, and the last key sinks from the top to its
+    /// place.
     #[inline(always)]
     fn pop_min_key(&mut self) -> Option<Key> {
-        if self.front.is_some() {
-            debug_assert!(
-                self.heap
-                    .first()
-                    .is_none_or(|r| self.front.order() < r.order())
-            );
-            return Some(std::mem::replace(&mut self.front, NO_KEY));
+        let n = self.near_len;
+        if n > 0 {
+            let key = self.near[(n - 1) & (NEAR - 1)];
+            debug_assert!(self.heap.first().is_none_or(|r| key.order() < r.order()));
+            self.near_len = n - 1;
+            return Some(key);
         }
         let last = self.heap.pop()?;
         if self.heap.is_empty() {
@@ -431,11 +491,13 @@ impl<T> EventQueue<T> {
             .expect("a queued key names a full slot")
     }
 
-    /// The earliest key: the front if there is one, else the heap's root.
+    /// The earliest key: the end of `near` if it holds a key, else the
+    /// heap's root.
     #[inline(always)]
     fn first(&self) -> Option<&Key> {
-        if self.front.is_some() {
-            Some(&self.front)
+        let n = self.near_len;
+        if n > 0 {
+            Some(&self.near[(n - 1) & (NEAR - 1)])
         } else {
             self.heap.first()
         }
@@ -480,8 +542,8 @@ impl<T> EventQueue<T> {
     pub fn len(&self) -> usize {
         debug_assert_eq!(
             self.len,
-            self.heap.len() + self.front.is_some() as usize,
-            "the kept length counts the front and the heap"
+            self.heap.len() + self.near_len,
+            "the kept length counts `near` and the heap"
         );
         self.len
     }
@@ -757,37 +819,45 @@ mod tests {
         assert_eq!(order, vec!["a", "b", "c", "d"]);
     }
 
-    /// The front: taken by an earlier push (the old front goes into the
-    /// heap), refused to a push later than the heap's root, emptied by a pop.
+    /// `near`: filled while the heap is empty, a push after all of a full
+    /// `near` goes to the heap, one before displaces `near`'s latest, one
+    /// tying the root in time goes after it, one between `near`'s keys
+    /// joins them in order, and an empty `near` takes a push before the
+    /// heap's root.
     #[test]
-    fn the_front_holds_only_the_earliest() {
+    fn near_holds_only_the_earliest() {
         let mut q = EventQueue::new(100);
+        let held = |q: &EventQueue<&str>| (q.near_len, q.heap.len());
         q.push(10, "c");
-        q.push(20, "d");
-        q.push(5, "b"); // front
-        q.push(1, "a"); // front; "b" to the heap
-        assert!(q.front.is_some() && q.len() == 4);
-        assert_eq!(q.pop(), Some((1, "a")));
-        assert!(!q.front.is_some());
-        q.push(15, "c2"); // after the root (5): the heap
-        assert!(!q.front.is_some());
-        q.push(5, "b2"); // ties the root in time, later in sequence: the heap
-        assert!(!q.front.is_some());
-        q.push(3, "a2"); // before the root: the front
-        assert!(q.front.is_some());
+        q.push(20, "e");
+        q.push(30, "g");
+        q.push(40, "h");
+        assert_eq!(held(&q), (NEAR, 0));
+        q.push(50, "k"); // after a full `near`: the heap
+        assert_eq!(held(&q), (NEAR, 1));
+        q.push(5, "b"); // before: "h" (40) to the heap
+        assert_eq!(held(&q), (NEAR, 2));
+        q.push(40, "i"); // ties the root in time, later in sequence: the heap
+        assert_eq!(held(&q), (NEAR, 3));
+        assert_eq!(q.pop(), Some((5, "b")));
+        q.push(25, "f"); // between `near`'s keys
+        assert_eq!(held(&q), (NEAR, 3));
+        assert_eq!(q.pop(), Some((10, "c")));
+        q.push(15, "d"); // between again
+        assert_eq!(held(&q), (NEAR, 3));
+        for expected in [(15, "d"), (20, "e"), (25, "f"), (30, "g")] {
+            assert_eq!(q.pop(), Some(expected));
+        }
+        assert_eq!(held(&q), (0, 3));
+        q.push(1, "a"); // before the root: `near`
+        q.push(45, "j"); // after the root: the heap
+        assert_eq!(held(&q), (1, 4));
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(
             order,
-            vec![
-                (3, "a2"),
-                (5, "b"),
-                (5, "b2"),
-                (10, "c"),
-                (15, "c2"),
-                (20, "d")
-            ]
+            vec![(1, "a"), (40, "h"), (40, "i"), (45, "j"), (50, "k")]
         );
-        assert!(q.is_empty() && !q.front.is_some());
+        assert!(q.is_empty() && held(&q) == (0, 0));
     }
 
     #[test]
