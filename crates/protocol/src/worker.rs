@@ -344,7 +344,7 @@ impl Worker {
         if self.phase == Phase::Stopped {
             return None;
         }
-        let mut next = self.out.earliest_deadline().unwrap_or(NEVER);
+        let mut next = self.out.earliest_or_never();
         if self.phase == Phase::Registering {
             if let Some(t) = self.retry_register_at {
                 next = next.min(t);
@@ -618,7 +618,7 @@ impl Worker {
     }
 
     fn on_time(&mut self, now: Instant) {
-        if self.out.earliest_deadline().is_some_and(|e| now >= e) {
+        if now >= self.out.earliest_or_never() {
             self.expire_due(now);
             if self.phase == Phase::Stopped {
                 return;
