@@ -1211,27 +1211,18 @@ impl Worker {
     /// the compiler cannot tell the outbox's vectors from the runs').
     #[inline(always)]
     fn send_effect(&mut self, now: Instant, task: TaskId, at: usize) {
+        let variant = self.variant();
         let (&found, run) = self.runs.entry_at_mut(at);
         debug_assert_eq!(found, task, "checked by the caller");
-        set_wait(&mut self.retrying, run, Wait::Effect);
-        let services = &self.cfg.step_services;
-        let call = EffectRequest {
-            service: services[run.step as usize % services.len()],
-            resource: task.0 as u64,
-            step: run.step,
-            token: run.epoch,
-            idempotency_key: self.variant != Variant::NoIdempotencyKey,
-        };
-        let purpose = Purpose::Effect {
+        let (call, purpose, deadline) = effect_for(
+            &self.cfg,
+            variant,
+            self.effect_timeout_us,
+            &mut self.retrying,
+            now,
             task,
-            epoch: run.epoch,
-            step: run.step,
-        };
-        let deadline = if self.variant() == Variant::NoStepDeadline {
-            Instant::from_micros(u64::MAX) // wait for the reply forever
-        } else {
-            now.plus_us(self.effect_timeout_us)
-        };
+            run,
+        );
         self.out.effect(call, purpose, deadline);
     }
 
@@ -1399,21 +1390,48 @@ impl Worker {
         }
     }
 
+    /// The run's place is checked once, here: its changes are made before
+    /// its outputs are queued (an output touches only the outbox), where
+    /// `begin_step` and `send_effect` checked it again after each output
+    /// (the compiler cannot tell the outbox's vectors from the runs').
     fn next_step(&mut self, now: Instant, task: TaskId, at: usize) {
+        let variant = self.variant();
         let run = run_at(&mut self.runs, task, at);
         let epoch = run.epoch;
         let step = run.step;
-        self.out
-            .event(LeaseEvent::StepRecorded { task, epoch, step });
+        let recorded = LeaseEvent::StepRecorded { task, epoch, step };
         if step + 1 == run.steps_total {
             self.remove_run_at(task, at);
+            self.out.event(recorded);
             self.out.event(LeaseEvent::Completed { task, epoch });
             self.release_task_lease(now, task);
             self.next_poll_at = now;
             return;
         }
         run.step += 1;
-        self.begin_step(now, task, at);
+        if variant == Variant::ProgressBeforeEffect {
+            self.out.event(recorded);
+            self.begin_step(now, task, at);
+            return;
+        }
+        // `begin_step` and `send_effect`, the run's changes first.
+        let started = LeaseEvent::StepStarted {
+            task,
+            epoch,
+            step: run.step,
+        };
+        let (call, purpose, deadline) = effect_for(
+            &self.cfg,
+            variant,
+            self.effect_timeout_us,
+            &mut self.retrying,
+            now,
+            task,
+            run,
+        );
+        self.out.event(recorded);
+        self.out.event(started);
+        self.out.effect(call, purpose, deadline);
     }
 
     fn on_progress_reply(
@@ -1464,6 +1482,41 @@ fn run_at(runs: &mut SortedVecMap<TaskId, Run>, task: TaskId, at: usize) -> &mut
     let (&found, run) = runs.entry_at_mut(at);
     assert_eq!(found, task, "a run's place in `runs` is stale");
     run
+}
+
+/// The effect call for `run`'s current step of `task`, with its purpose and
+/// deadline; the run is set waiting for its reply (`retrying` kept in step).
+/// Borrows only what it reads, so a caller can hold the run across it.
+#[inline(always)]
+fn effect_for(
+    cfg: &ProtocolConfig,
+    variant: Variant,
+    effect_timeout_us: u64,
+    retrying: &mut u32,
+    now: Instant,
+    task: TaskId,
+    run: &mut Run,
+) -> (EffectRequest, Purpose, Instant) {
+    set_wait(retrying, run, Wait::Effect);
+    let services = &cfg.step_services;
+    let call = EffectRequest {
+        service: services[run.step as usize % services.len()],
+        resource: task.0 as u64,
+        step: run.step,
+        token: run.epoch,
+        idempotency_key: variant != Variant::NoIdempotencyKey,
+    };
+    let purpose = Purpose::Effect {
+        task,
+        epoch: run.epoch,
+        step: run.step,
+    };
+    let deadline = if variant == Variant::NoStepDeadline {
+        Instant::from_micros(u64::MAX) // wait for the reply forever
+    } else {
+        now.plus_us(effect_timeout_us)
+    };
+    (call, purpose, deadline)
 }
 
 /// Set a run's wait, keeping the count of runs waiting to retry in step.
