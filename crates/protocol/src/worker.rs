@@ -171,6 +171,10 @@ pub struct Worker {
     store_timeout_us: u64,
     effect_timeout_us: u64,
     heartbeat_in_flight: bool,
+    /// When the next heartbeat is due; the end of time (`NEVER`) while one
+    /// is in flight (its reply or timeout sets it again), so the checks
+    /// after every input and in every `poll_timeout` are one compare or
+    /// one `min`, not a test of `heartbeat_in_flight` too.
     next_heartbeat_at: Instant,
     polling: bool,
     next_poll_at: Instant,
@@ -322,6 +326,13 @@ impl Worker {
         self.task_mode
     }
 
+    /// `next_heartbeat_at`, asserted `NEVER` while a heartbeat is in flight.
+    #[inline]
+    fn next_heartbeat_at(&self) -> Instant {
+        debug_assert!(!self.heartbeat_in_flight || self.next_heartbeat_at == NEVER);
+        self.next_heartbeat_at
+    }
+
     fn lease_deadline(&self) -> Option<Instant> {
         debug_assert_eq!(
             self.fence_at,
@@ -356,9 +367,8 @@ impl Worker {
             if self.task_mode() {
                 next = self.task_mode_wakeup(next);
             } else {
-                if !self.heartbeat_in_flight {
-                    next = next.min(self.next_heartbeat_at);
-                }
+                // `NEVER` while a heartbeat is in flight.
+                next = next.min(self.next_heartbeat_at());
                 // Worker mode holds no leases and creates none (both only
                 // follow `create_task_lease`): the busy slots are the runs
                 // and the claims.
@@ -632,7 +642,8 @@ impl Worker {
         }
         if self.task_mode() {
             self.renew_task_leases(now);
-        } else if !self.heartbeat_in_flight && now >= self.next_heartbeat_at {
+        } else if now >= self.next_heartbeat_at() {
+            // No clock reads the end of time: none is in flight.
             self.send_heartbeat(now);
         }
         // Claims in doubt first, then retries, each in task order. Neither
@@ -698,6 +709,7 @@ impl Worker {
             index: None,
         };
         self.heartbeat_in_flight = true;
+        self.next_heartbeat_at = NEVER;
         let deadline = now.plus_us(self.store_timeout_us);
         self.out.store(
             op,
