@@ -661,22 +661,10 @@ impl Worker {
             self.send_heartbeat(now);
         }
         // Claims in doubt first, then retries, each in task order. Neither
-        // loop adds or removes entries, so walking by index is safe (and
-        // allocates nothing, unlike collecting the due ones first).
-        for (task, doubt) in self.doubtful.iter_mut() {
-            if doubt.recheck_at.is_none_or(|t| now < t) {
-                continue;
-            }
-            doubt.recheck_at = None;
-            let task = *task;
-            let deadline = now.plus_us(self.store_timeout_us);
-            self.out.store(
-                StoreRequest::Get {
-                    key: DocKey::Task { task },
-                },
-                Purpose::ClaimCheck { task },
-                deadline,
-            );
+        // adds or removes entries. The rechecks out of line: claims are in
+        // doubt on few inputs, and the walk kept a spill on every one.
+        if self.doubtful.len() > 0 {
+            self.recheck_doubts(now);
         }
         // Retries are rare: look for a due one before walking by index.
         let due = |run: &Run| match run.wait {
@@ -696,6 +684,28 @@ impl Worker {
         // No clock reads the end of time: no poll is in flight.
         if now >= self.next_poll_at() && self.free_slots() > 0 {
             self.poll(now);
+        }
+    }
+
+    /// `on_time`'s rechecks of claims in doubt that are due, in task order:
+    /// walking by index is safe (nothing is added or removed) and allocates
+    /// nothing, unlike collecting the due ones first.
+    #[inline(never)]
+    fn recheck_doubts(&mut self, now: Instant) {
+        for (task, doubt) in self.doubtful.iter_mut() {
+            if doubt.recheck_at.is_none_or(|t| now < t) {
+                continue;
+            }
+            doubt.recheck_at = None;
+            let task = *task;
+            let deadline = now.plus_us(self.store_timeout_us);
+            self.out.store(
+                StoreRequest::Get {
+                    key: DocKey::Task { task },
+                },
+                Purpose::ClaimCheck { task },
+                deadline,
+            );
         }
     }
 
