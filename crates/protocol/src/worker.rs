@@ -171,8 +171,16 @@ pub struct Worker {
     store_timeout_us: u64,
     effect_timeout_us: u64,
     heartbeat_in_flight: bool,
+    /// When the next heartbeat is due; the end of time (`NEVER`) while one
+    /// is in flight (its reply or timeout sets it again), so the checks
+    /// after every input and in every `poll_timeout` are one compare or
+    /// one `min`, not a test of `heartbeat_in_flight` too.
     next_heartbeat_at: Instant,
     polling: bool,
+    /// When the next poll is due; the end of time (`NEVER`) while one is in
+    /// flight (every reply or timeout that ends it sets this again), so the
+    /// checks after every input and in every `poll_timeout` need no test of
+    /// `polling` too (see `next_poll_at`).
     next_poll_at: Instant,
     /// Below `MAX_CLAIM_RETRIES`.
     claim_retries: u8,
@@ -322,6 +330,20 @@ impl Worker {
         self.task_mode
     }
 
+    /// `next_heartbeat_at`, asserted `NEVER` while a heartbeat is in flight.
+    #[inline]
+    fn next_heartbeat_at(&self) -> Instant {
+        debug_assert!(!self.heartbeat_in_flight || self.next_heartbeat_at == NEVER);
+        self.next_heartbeat_at
+    }
+
+    /// `next_poll_at`, asserted `NEVER` while a poll is in flight.
+    #[inline]
+    fn next_poll_at(&self) -> Instant {
+        debug_assert!(!self.polling || self.next_poll_at == NEVER);
+        self.next_poll_at
+    }
+
     fn lease_deadline(&self) -> Option<Instant> {
         debug_assert_eq!(
             self.fence_at,
@@ -344,7 +366,7 @@ impl Worker {
         if self.phase == Phase::Stopped {
             return None;
         }
-        let mut next = self.out.earliest_deadline().unwrap_or(NEVER);
+        let mut next = self.out.earliest_or_never();
         if self.phase == Phase::Registering {
             if let Some(t) = self.retry_register_at {
                 next = next.min(t);
@@ -356,17 +378,19 @@ impl Worker {
             if self.task_mode() {
                 next = self.task_mode_wakeup(next);
             } else {
-                if !self.heartbeat_in_flight {
-                    next = next.min(self.next_heartbeat_at);
-                }
+                // `NEVER` while a heartbeat is in flight.
+                next = next.min(self.next_heartbeat_at());
                 // Worker mode holds no leases and creates none (both only
                 // follow `create_task_lease`): the busy slots are the runs
                 // and the claims.
                 debug_assert!(self.leases.len() == 0 && self.lease_creates.len() == 0);
+                // `NEVER` while a poll is in flight, but tested: here the
+                // test costs less than the compare it skips (the re-arm's
+                // registers, +0.09 M without it).
                 if !self.polling
                     && self.runs.len() + self.doubtful.len() < self.slots_per_worker as usize
                 {
-                    next = next.min(self.next_poll_at);
+                    next = next.min(self.next_poll_at());
                 }
             }
             if self.retrying > 0 {
@@ -403,8 +427,8 @@ impl Worker {
         if let Some(t) = self.task_lease_wakeup() {
             next = next.min(t);
         }
-        if !self.polling && self.free_slots() > 0 {
-            next = next.min(self.next_poll_at);
+        if self.free_slots() > 0 {
+            next = next.min(self.next_poll_at()); // `NEVER` while polling
         }
         next
     }
@@ -618,7 +642,7 @@ impl Worker {
     }
 
     fn on_time(&mut self, now: Instant) {
-        if self.out.earliest_deadline().is_some_and(|e| now >= e) {
+        if now >= self.out.earliest_or_never() {
             self.expire_due(now);
             if self.phase == Phase::Stopped {
                 return;
@@ -632,26 +656,15 @@ impl Worker {
         }
         if self.task_mode() {
             self.renew_task_leases(now);
-        } else if !self.heartbeat_in_flight && now >= self.next_heartbeat_at {
+        } else if now >= self.next_heartbeat_at() {
+            // No clock reads the end of time: none is in flight.
             self.send_heartbeat(now);
         }
         // Claims in doubt first, then retries, each in task order. Neither
-        // loop adds or removes entries, so walking by index is safe (and
-        // allocates nothing, unlike collecting the due ones first).
-        for (task, doubt) in self.doubtful.iter_mut() {
-            if doubt.recheck_at.is_none_or(|t| now < t) {
-                continue;
-            }
-            doubt.recheck_at = None;
-            let task = *task;
-            let deadline = now.plus_us(self.store_timeout_us);
-            self.out.store(
-                StoreRequest::Get {
-                    key: DocKey::Task { task },
-                },
-                Purpose::ClaimCheck { task },
-                deadline,
-            );
+        // adds or removes entries. The rechecks out of line: claims are in
+        // doubt on few inputs, and the walk kept a spill on every one.
+        if self.doubtful.len() > 0 {
+            self.recheck_doubts(now);
         }
         // Retries are rare: look for a due one before walking by index.
         let due = |run: &Run| match run.wait {
@@ -668,8 +681,31 @@ impl Worker {
                 }
             }
         }
-        if !self.polling && now >= self.next_poll_at && self.free_slots() > 0 {
+        // No clock reads the end of time: no poll is in flight.
+        if now >= self.next_poll_at() && self.free_slots() > 0 {
             self.poll(now);
+        }
+    }
+
+    /// `on_time`'s rechecks of claims in doubt that are due, in task order:
+    /// walking by index is safe (nothing is added or removed) and allocates
+    /// nothing, unlike collecting the due ones first.
+    #[inline(never)]
+    fn recheck_doubts(&mut self, now: Instant) {
+        for (task, doubt) in self.doubtful.iter_mut() {
+            if doubt.recheck_at.is_none_or(|t| now < t) {
+                continue;
+            }
+            doubt.recheck_at = None;
+            let task = *task;
+            let deadline = now.plus_us(self.store_timeout_us);
+            self.out.store(
+                StoreRequest::Get {
+                    key: DocKey::Task { task },
+                },
+                Purpose::ClaimCheck { task },
+                deadline,
+            );
         }
     }
 
@@ -698,6 +734,7 @@ impl Worker {
             index: None,
         };
         self.heartbeat_in_flight = true;
+        self.next_heartbeat_at = NEVER;
         let deadline = now.plus_us(self.store_timeout_us);
         self.out.store(
             op,
@@ -712,6 +749,7 @@ impl Worker {
     fn poll(&mut self, now: Instant) {
         let (start, end) = DocKey::pending_range();
         self.polling = true;
+        self.next_poll_at = NEVER;
         let deadline = now.plus_us(self.store_timeout_us);
         self.out.store(
             StoreRequest::ScanIndex {
@@ -1211,27 +1249,18 @@ impl Worker {
     /// the compiler cannot tell the outbox's vectors from the runs').
     #[inline(always)]
     fn send_effect(&mut self, now: Instant, task: TaskId, at: usize) {
+        let variant = self.variant();
         let (&found, run) = self.runs.entry_at_mut(at);
         debug_assert_eq!(found, task, "checked by the caller");
-        set_wait(&mut self.retrying, run, Wait::Effect);
-        let services = &self.cfg.step_services;
-        let call = EffectRequest {
-            service: services[run.step as usize % services.len()],
-            resource: task.0 as u64,
-            step: run.step,
-            token: run.epoch,
-            idempotency_key: self.variant != Variant::NoIdempotencyKey,
-        };
-        let purpose = Purpose::Effect {
+        let (call, purpose, deadline) = effect_for(
+            &self.cfg,
+            variant,
+            self.effect_timeout_us,
+            &mut self.retrying,
+            now,
             task,
-            epoch: run.epoch,
-            step: run.step,
-        };
-        let deadline = if self.variant() == Variant::NoStepDeadline {
-            Instant::from_micros(u64::MAX) // wait for the reply forever
-        } else {
-            now.plus_us(self.effect_timeout_us)
-        };
+            run,
+        );
         self.out.effect(call, purpose, deadline);
     }
 
@@ -1399,21 +1428,51 @@ impl Worker {
         }
     }
 
+    /// The run's place is checked once, here: its changes are made before
+    /// its outputs are queued (an output touches only the outbox), where
+    /// `begin_step` and `send_effect` checked it again after each output
+    /// (the compiler cannot tell the outbox's vectors from the runs').
     fn next_step(&mut self, now: Instant, task: TaskId, at: usize) {
+        let variant = self.variant();
         let run = run_at(&mut self.runs, task, at);
         let epoch = run.epoch;
         let step = run.step;
-        self.out
-            .event(LeaseEvent::StepRecorded { task, epoch, step });
+        let recorded = LeaseEvent::StepRecorded { task, epoch, step };
         if step + 1 == run.steps_total {
             self.remove_run_at(task, at);
+            self.out.event(recorded);
             self.out.event(LeaseEvent::Completed { task, epoch });
             self.release_task_lease(now, task);
-            self.next_poll_at = now;
+            // A poll in flight sets it when it ends.
+            if !self.polling {
+                self.next_poll_at = now;
+            }
             return;
         }
         run.step += 1;
-        self.begin_step(now, task, at);
+        if variant == Variant::ProgressBeforeEffect {
+            self.out.event(recorded);
+            self.begin_step(now, task, at);
+            return;
+        }
+        // `begin_step` and `send_effect`, the run's changes first.
+        let started = LeaseEvent::StepStarted {
+            task,
+            epoch,
+            step: run.step,
+        };
+        let (call, purpose, deadline) = effect_for(
+            &self.cfg,
+            variant,
+            self.effect_timeout_us,
+            &mut self.retrying,
+            now,
+            task,
+            run,
+        );
+        self.out.event(recorded);
+        self.out.event(started);
+        self.out.effect(call, purpose, deadline);
     }
 
     fn on_progress_reply(
@@ -1464,6 +1523,41 @@ fn run_at(runs: &mut SortedVecMap<TaskId, Run>, task: TaskId, at: usize) -> &mut
     let (&found, run) = runs.entry_at_mut(at);
     assert_eq!(found, task, "a run's place in `runs` is stale");
     run
+}
+
+/// The effect call for `run`'s current step of `task`, with its purpose and
+/// deadline; the run is set waiting for its reply (`retrying` kept in step).
+/// Borrows only what it reads, so a caller can hold the run across it.
+#[inline(always)]
+fn effect_for(
+    cfg: &ProtocolConfig,
+    variant: Variant,
+    effect_timeout_us: u64,
+    retrying: &mut u32,
+    now: Instant,
+    task: TaskId,
+    run: &mut Run,
+) -> (EffectRequest, Purpose, Instant) {
+    set_wait(retrying, run, Wait::Effect);
+    let services = &cfg.step_services;
+    let call = EffectRequest {
+        service: services[run.step as usize % services.len()],
+        resource: task.0 as u64,
+        step: run.step,
+        token: run.epoch,
+        idempotency_key: variant != Variant::NoIdempotencyKey,
+    };
+    let purpose = Purpose::Effect {
+        task,
+        epoch: run.epoch,
+        step: run.step,
+    };
+    let deadline = if variant == Variant::NoStepDeadline {
+        Instant::from_micros(u64::MAX) // wait for the reply forever
+    } else {
+        now.plus_us(effect_timeout_us)
+    };
+    (call, purpose, deadline)
 }
 
 /// Set a run's wait, keeping the count of runs waiting to retry in step.
