@@ -1484,7 +1484,11 @@ impl<N: Node> Simulation<N> {
     /// A store request (the event in `slot`, just popped) reaches the
     /// store. It is read in its slab cell and dropped with it once the
     /// record is written, before the reply takes a cell.
-    #[inline(always)]
+    ///
+    /// Out of line: the store's `apply`, the record and the reply's
+    /// arguments get registers of their own instead of sharing the run
+    /// loop's (174.13 M to 173.85 M instructions for friday-rush seeds 1..5).
+    #[inline(never)]
     fn store_arrive<O: Observer<N::Key, N::Value, N::Event>>(
         &mut self,
         slot: PoppedSlot,
