@@ -1523,11 +1523,24 @@ impl<N: Node> Simulation<N> {
         let Event::ToStore { op, .. } = self.queue.popped(&slot) else {
             unreachable!("a store request's slot");
         };
-        let (reply, before) = if refused {
+        let request = env.request;
+        // Answered in place: each kind of request writes its reply into the
+        // input the reply event carries (`Start`, nothing to drop, until
+        // then).
+        let mut input = Input::Start;
+        let before = if refused {
             self.store.count_unavailable();
-            (StoreReply::Unavailable, None)
+            input = Input::StoreReply {
+                request,
+                reply: StoreReply::Unavailable,
+            };
+            None
         } else {
-            self.store.apply(op)
+            self.store
+                .answer(op, |reply| input = Input::StoreReply { request, reply })
+        };
+        let Input::StoreReply { reply, .. } = &input else {
+            unreachable!("a store request is answered");
         };
         emit(
             &mut self.hasher,
@@ -1537,19 +1550,12 @@ impl<N: Node> Simulation<N> {
                 actor: env.actor,
                 request: env.request,
                 op,
-                reply: &reply,
+                reply,
                 before: before.as_ref(),
             },
         );
         drop(self.queue.take(slot));
-        let request = env.request;
-        self.reply(
-            env,
-            Leg::FromStore,
-            0,
-            Input::StoreReply { request, reply },
-            observer,
-        );
+        self.reply(env, Leg::FromStore, 0, input, observer);
     }
 
     fn service_arrive<O: Observer<N::Key, N::Value, N::Event>>(
