@@ -1420,6 +1420,25 @@ impl<N: Node> Simulation<N> {
         input: Input<N::Key, N::Value>,
         observer: &mut O,
     ) {
+        self.reply_inline(env, leg, extra_delay_us, input, observer)
+    }
+
+    /// [`Self::reply`], inlined into the store's arrival (itself out of
+    /// line): the reply's input goes from where the store wrote it into its
+    /// event's cell, with no call and no copy to a temporary between
+    /// (172.42 M to 171.36 M instructions for friday-rush seeds 1..5). The
+    /// service path calls `reply`, which the compiler inlines there too
+    /// (0.16 M fewer than keeping it out of line; `reply_inline` forced on
+    /// both paths cost 0.14 M more).
+    #[inline(always)]
+    fn reply_inline<O: Observer<N::Key, N::Value, N::Event>>(
+        &mut self,
+        env: Envelope,
+        leg: Leg,
+        extra_delay_us: u64,
+        input: Input<N::Key, N::Value>,
+        observer: &mut O,
+    ) {
         let Actor::Node { node, incarnation } = env.actor else {
             return; // the workload does not listen for replies
         };
@@ -1555,7 +1574,7 @@ impl<N: Node> Simulation<N> {
             },
         );
         drop(self.queue.take(slot));
-        self.reply(env, Leg::FromStore, 0, input, observer);
+        self.reply_inline(env, Leg::FromStore, 0, input, observer);
     }
 
     fn service_arrive<O: Observer<N::Key, N::Value, N::Event>>(
