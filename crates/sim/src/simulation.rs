@@ -1420,6 +1420,25 @@ impl<N: Node> Simulation<N> {
         input: Input<N::Key, N::Value>,
         observer: &mut O,
     ) {
+        self.reply_inline(env, leg, extra_delay_us, input, observer)
+    }
+
+    /// [`Self::reply`], inlined into the store's arrival (itself out of
+    /// line): the reply's input goes from where the store wrote it into its
+    /// event's cell, with no call and no copy to a temporary between
+    /// (172.42 M to 171.36 M instructions for friday-rush seeds 1..5). The
+    /// service path calls `reply`, which the compiler inlines there too
+    /// (0.16 M fewer than keeping it out of line; `reply_inline` forced on
+    /// both paths cost 0.14 M more).
+    #[inline(always)]
+    fn reply_inline<O: Observer<N::Key, N::Value, N::Event>>(
+        &mut self,
+        env: Envelope,
+        leg: Leg,
+        extra_delay_us: u64,
+        input: Input<N::Key, N::Value>,
+        observer: &mut O,
+    ) {
         let Actor::Node { node, incarnation } = env.actor else {
             return; // the workload does not listen for replies
         };
@@ -1484,7 +1503,11 @@ impl<N: Node> Simulation<N> {
     /// A store request (the event in `slot`, just popped) reaches the
     /// store. It is read in its slab cell and dropped with it once the
     /// record is written, before the reply takes a cell.
-    #[inline(always)]
+    ///
+    /// Out of line: the store's `apply`, the record and the reply's
+    /// arguments get registers of their own instead of sharing the run
+    /// loop's (174.13 M to 173.85 M instructions for friday-rush seeds 1..5).
+    #[inline(never)]
     fn store_arrive<O: Observer<N::Key, N::Value, N::Event>>(
         &mut self,
         slot: PoppedSlot,
@@ -1519,11 +1542,24 @@ impl<N: Node> Simulation<N> {
         let Event::ToStore { op, .. } = self.queue.popped(&slot) else {
             unreachable!("a store request's slot");
         };
-        let (reply, before) = if refused {
+        let request = env.request;
+        // Answered in place: each kind of request writes its reply into the
+        // input the reply event carries (`Start`, nothing to drop, until
+        // then).
+        let mut input = Input::Start;
+        let before = if refused {
             self.store.count_unavailable();
-            (StoreReply::Unavailable, None)
+            input = Input::StoreReply {
+                request,
+                reply: StoreReply::Unavailable,
+            };
+            None
         } else {
-            self.store.apply(op)
+            self.store
+                .answer(op, |reply| input = Input::StoreReply { request, reply })
+        };
+        let Input::StoreReply { reply, .. } = &input else {
+            unreachable!("a store request is answered");
         };
         emit(
             &mut self.hasher,
@@ -1533,19 +1569,12 @@ impl<N: Node> Simulation<N> {
                 actor: env.actor,
                 request: env.request,
                 op,
-                reply: &reply,
+                reply,
                 before: before.as_ref(),
             },
         );
         drop(self.queue.take(slot));
-        let request = env.request;
-        self.reply(
-            env,
-            Leg::FromStore,
-            0,
-            Input::StoreReply { request, reply },
-            observer,
-        );
+        self.reply_inline(env, Leg::FromStore, 0, input, observer);
     }
 
     fn service_arrive<O: Observer<N::Key, N::Value, N::Event>>(

@@ -485,17 +485,34 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
         &mut self,
         request: &StoreRequest<K, V>,
     ) -> (StoreReply<K, V>, Option<Document<K, V>>) {
+        let mut reply = None;
+        let before = self.answer(request, |r| reply = Some(r));
+        (reply.expect("every request is answered"), before)
+    }
+
+    /// [`Self::apply`], the reply handed to `answer` where each kind of
+    /// request makes it: the simulator writes it straight into the input it
+    /// sends, instead of into a reply gathered from every kind's pieces and
+    /// then copied.
+    #[inline(always)]
+    pub fn answer(
+        &mut self,
+        request: &StoreRequest<K, V>,
+        answer: impl FnOnce(StoreReply<K, V>),
+    ) -> Option<Document<K, V>> {
         match request {
             StoreRequest::Get { key } => {
                 self.stats.gets += 1;
-                (StoreReply::Got { doc: self.get(key) }, None)
+                answer(StoreReply::Got { doc: self.get(key) });
+                None
             }
             StoreRequest::CreateIfAbsent { key, value, index } => {
                 self.stats.creates += 1;
                 let e = match self.docs.entry(key.clone()) {
                     hash_map::Entry::Occupied(e) => {
                         let before = document(key, e.get());
-                        return (self.conflict(Some(before.clone())), Some(before));
+                        answer(self.conflict(Some(before.clone())));
+                        return Some(before);
                     }
                     hash_map::Entry::Vacant(e) => {
                         self.revision += 1;
@@ -504,7 +521,8 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                 };
                 let version = self.revision;
                 self.index.update(key, e, index.as_ref());
-                (StoreReply::Written { version }, None)
+                answer(StoreReply::Written { version });
+                None
             }
             StoreRequest::PutIfVersion {
                 key,
@@ -515,24 +533,28 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                 self.stats.conditional_puts += 1;
                 // One search: compare, and write in place if the version holds.
                 let Some(e) = self.docs.get_mut(key) else {
-                    return (self.conflict(None), None);
+                    answer(self.conflict(None));
+                    return None;
                 };
                 let before = document(key, e);
                 if e.version != *expected {
-                    return (self.conflict(Some(before.clone())), Some(before));
+                    answer(self.conflict(Some(before.clone())));
+                    return Some(before);
                 }
                 self.revision += 1;
                 let version = self.revision;
                 e.version = version;
                 e.value = value.clone();
                 self.index.update(key, e, index.as_ref());
-                (StoreReply::Written { version }, Some(before))
+                answer(StoreReply::Written { version });
+                Some(before)
             }
             StoreRequest::PutUnconditional { key, value, index } => {
                 self.stats.unconditional_puts += 1;
                 let before = self.get(key);
                 let version = self.write(key, value, index);
-                (StoreReply::Written { version }, before)
+                answer(StoreReply::Written { version });
+                before
             }
             StoreRequest::DeleteIfVersion { key, expected } => {
                 self.stats.deletes += 1;
@@ -552,9 +574,13 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                             self.index.copies.release(at);
                         }
                         self.revision += 1;
-                        (StoreReply::Deleted, before)
+                        answer(StoreReply::Deleted);
+                        before
                     }
-                    _ => (self.conflict(before.clone()), before),
+                    _ => {
+                        answer(self.conflict(before.clone()));
+                        before
+                    }
                 }
             }
             StoreRequest::Scan { start, end, limit } => {
@@ -570,7 +596,8 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                     (Vec::new(), false)
                 };
                 self.stats.docs_returned_by_scans += docs.len() as u64;
-                (StoreReply::Scanned { docs, more }, None)
+                answer(StoreReply::Scanned { docs, more });
+                None
             }
             StoreRequest::ScanIndex { start, end, limit } => {
                 self.stats.index_scans += 1;
@@ -594,7 +621,8 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                     })
                 };
                 self.stats.docs_returned_by_scans += docs.len() as u64;
-                (StoreReply::Scanned { docs, more }, None)
+                answer(StoreReply::Scanned { docs, more });
+                None
             }
         }
     }
