@@ -1188,27 +1188,55 @@ impl<N: Node> Simulation<N> {
         decided_us: u64,
         observer: &mut O,
     ) -> bool {
-        let (request, leg) = match &*output {
-            Output::Store { request, .. } => (*request, Leg::ToStore),
-            Output::Effect { request, .. } => (*request, Leg::ToService),
-            Output::Event(event) => {
-                emit(
-                    &mut self.hasher,
-                    observer,
-                    self.now_us,
-                    RecordKind::Event {
-                        node,
-                        incarnation,
-                        event,
-                    },
-                );
-                return false;
+        // Each kind of request sent by its own copy of `send_request`, whose
+        // legs and kind are constants there: the output's kind tested once.
+        match *output {
+            Output::Store { request, .. } => {
+                self.send_request(node, incarnation, request, None, output, decided_us, observer)
             }
+            Output::Effect { request, call } => self.send_request(
+                node,
+                incarnation,
+                request,
+                Some(call),
+                output,
+                decided_us,
+                observer,
+            ),
+            Output::Event(ref event) => emit(
+                &mut self.hasher,
+                observer,
+                self.now_us,
+                RecordKind::Event {
+                    node,
+                    incarnation,
+                    event,
+                },
+            ),
             Output::Exit => return true,
-        };
-        let reply_leg = match leg {
-            Leg::ToStore => Leg::FromStore,
-            _ => Leg::FromService,
+        }
+        false
+    }
+
+    /// Send request `request` of `node`, the output at `output`: the effect
+    /// call `call` when there is one, else a store request, moved out of
+    /// `output` (leaving `Exit`). Inlined into `send` once per kind, each
+    /// copy with its kind and legs known.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn send_request<O: Observer<N::Key, N::Value, N::Event>>(
+        &mut self,
+        node: NodeId,
+        incarnation: u32,
+        request: RequestId,
+        call: Option<EffectRequest>,
+        output: &mut Output<N::Key, N::Value, N::Event>,
+        decided_us: u64,
+        observer: &mut O,
+    ) {
+        let (leg, reply_leg) = match call {
+            None => (Leg::ToStore, Leg::FromStore),
+            Some(_) => (Leg::ToService, Leg::FromService),
         };
         // Every draw for this message, made now, whatever happens to it: the
         // latencies and the work time always, the fault dice for legs that
@@ -1235,13 +1263,13 @@ impl<N: Node> Simulation<N> {
         );
         let cut = slot.is_cut(leg);
         let actor = Actor::Node { node, incarnation };
-        let work_us = match &*output {
-            Output::Effect { call, .. } => {
+        let work_us = match call {
+            Some(call) => {
                 let spec = &self.services[call.service.0 as usize].spec;
                 let span_us = (spec.work_ms_max - spec.work_ms_min) * 1_000 + 1;
                 spec.work_ms_min * 1_000 + work_raw % span_us
             }
-            _ => 0,
+            None => 0,
         };
         let mut env = Envelope {
             actor,
@@ -1274,7 +1302,7 @@ impl<N: Node> Simulation<N> {
                 LossReason::Partition,
                 observer,
             );
-            return false;
+            return;
         }
         // When the message arrives, and its duplicate if it has one.
         let mut first_at = self.now_us + self.latency_us.draw(there);
@@ -1289,7 +1317,7 @@ impl<N: Node> Simulation<N> {
                     LossReason::Dropped,
                     observer,
                 );
-                return false;
+                return;
             }
             Some(MessageAction::Duplicate { extra_us }) => copy_at = Some(first_at + extra_us),
             Some(MessageAction::Delay { extra_us }) => first_at += extra_us,
@@ -1302,18 +1330,23 @@ impl<N: Node> Simulation<N> {
             refuse: None,
             ..env
         };
-        match output {
-            Output::Store { op, .. } => match copy_at {
-                // A duplicated message (rare): two clones; the output is
-                // dropped with the buffer.
-                Some(copy_at) => self.push_store_twice(op, (first_at, env), (copy_at, copy_env)),
+        match call {
+            None => match copy_at {
                 // The common case: the request moves from the output's
                 // place into its cell, no clone.
                 None => self
                     .queue
                     .push_in_place(first_at, |cell| move_store_request(output, cell, env)),
+                // A duplicated message (rare): two clones; the output is
+                // dropped with the buffer.
+                Some(copy_at) => {
+                    let Output::Store { op, .. } = &*output else {
+                        unreachable!("a store request is sent")
+                    };
+                    self.push_store_twice(op, (first_at, env), (copy_at, copy_env));
+                }
             },
-            &mut Output::Effect { call, .. } => {
+            Some(call) => {
                 self.queue
                     .push_with(first_at, || Event::ToService { env, call });
                 if let Some(copy_at) = copy_at {
@@ -1326,9 +1359,7 @@ impl<N: Node> Simulation<N> {
                     );
                 }
             }
-            _ => unreachable!("only requests travel"),
         }
-        false
     }
 
     /// A duplicated store request: two clones in two events. Rare, so out
