@@ -113,6 +113,27 @@ struct Envelope {
     work_us: u64,
 }
 
+impl Envelope {
+    /// A duplicate's envelope: a copy with no faults of its own.
+    fn copy(self) -> Envelope {
+        Envelope {
+            reply_fault: None,
+            refuse: None,
+            ..self
+        }
+    }
+}
+
+/// A request on its way ([`Simulation::launch`]): its envelope (work time
+/// still zero), the raw draw for an effect's work time, and when it and its
+/// duplicate (if it has one) arrive.
+struct Sent {
+    env: Envelope,
+    work_raw: u64,
+    first_at: u64,
+    copy_at: Option<u64>,
+}
+
 enum Event<K, V> {
     Boot {
         node: NodeId,
@@ -1188,21 +1209,73 @@ impl<N: Node> Simulation<N> {
         decided_us: u64,
         observer: &mut O,
     ) -> bool {
-        // Each kind of request sent by its own copy of `send_request`, whose
-        // legs and kind are constants there: the output's kind tested once.
+        // The output's kind tested once: each kind of request has its own
+        // copy of `launch`, with its legs as constants.
         match *output {
             Output::Store { request, .. } => {
-                self.send_request(node, incarnation, request, None, output, decided_us, observer)
+                let tag = || message_tag(&*output);
+                let Some(sent) = self.launch(
+                    node,
+                    incarnation,
+                    request,
+                    (Leg::ToStore, Leg::FromStore),
+                    &tag,
+                    decided_us,
+                    observer,
+                ) else {
+                    return false;
+                };
+                let (first_at, env) = (sent.first_at, sent.env);
+                match sent.copy_at {
+                    // The common case: the request moves from the output's
+                    // place into its cell, no clone.
+                    None => self
+                        .queue
+                        .push_in_place(first_at, |cell| move_store_request(output, cell, env)),
+                    // A duplicated message (rare): two clones; the output is
+                    // dropped with the buffer.
+                    Some(copy_at) => {
+                        let Output::Store { op, .. } = &*output else {
+                            unreachable!("a store request is sent")
+                        };
+                        self.push_store_twice(op, (first_at, env), (copy_at, env.copy()));
+                    }
+                }
             }
-            Output::Effect { request, call } => self.send_request(
-                node,
-                incarnation,
-                request,
-                Some(call),
-                output,
-                decided_us,
-                observer,
-            ),
+            Output::Effect { request, call } => {
+                let tag = || message_tag(&*output);
+                let Some(Sent {
+                    mut env,
+                    work_raw,
+                    first_at,
+                    copy_at,
+                }) = self.launch(
+                    node,
+                    incarnation,
+                    request,
+                    (Leg::ToService, Leg::FromService),
+                    &tag,
+                    decided_us,
+                    observer,
+                )
+                else {
+                    return false;
+                };
+                let spec = &self.services[call.service.0 as usize].spec;
+                let span_us = (spec.work_ms_max - spec.work_ms_min) * 1_000 + 1;
+                env.work_us = spec.work_ms_min * 1_000 + work_raw % span_us;
+                self.queue
+                    .push_with(first_at, || Event::ToService { env, call });
+                if let Some(copy_at) = copy_at {
+                    self.queue.push(
+                        copy_at,
+                        Event::ToService {
+                            env: env.copy(),
+                            call,
+                        },
+                    );
+                }
+            }
             Output::Event(ref event) => emit(
                 &mut self.hasher,
                 observer,
@@ -1218,26 +1291,23 @@ impl<N: Node> Simulation<N> {
         false
     }
 
-    /// Send request `request` of `node`, the output at `output`: the effect
-    /// call `call` when there is one, else a store request, moved out of
-    /// `output` (leaving `Exit`). Inlined into `send` once per kind, each
-    /// copy with its kind and legs known.
+    /// A request of `node` leaves on `legs` (the request's, the reply's):
+    /// every draw for it, its fault, a loss recorded. `None` if it is lost,
+    /// else its envelope (with no work time yet), the work time's raw draw
+    /// and when it (and its duplicate, if any) arrives. Inlined into `send`
+    /// once per kind of request, with its legs as constants there.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn send_request<O: Observer<N::Key, N::Value, N::Event>>(
+    fn launch<O: Observer<N::Key, N::Value, N::Event>>(
         &mut self,
         node: NodeId,
         incarnation: u32,
         request: RequestId,
-        call: Option<EffectRequest>,
-        output: &mut Output<N::Key, N::Value, N::Event>,
+        (leg, reply_leg): (Leg, Leg),
+        tag: &dyn Fn() -> u64,
         decided_us: u64,
         observer: &mut O,
-    ) {
-        let (leg, reply_leg) = match call {
-            None => (Leg::ToStore, Leg::FromStore),
-            Some(_) => (Leg::ToService, Leg::FromService),
-        };
+    ) -> Option<Sent> {
         // Every draw for this message, made now, whatever happens to it: the
         // latencies and the work time always, the fault dice for legs that
         // can fault at all. What a message draws never depends on what
@@ -1251,7 +1321,6 @@ impl<N: Node> Simulation<N> {
         // only on how many messages the node sent before it.
         let work_raw = slot.work_rng.random::<u64>();
         let now_us = self.now_us;
-        let tag = || message_tag(&*output);
         let (fault, reply_fault) = self.faults.message_faults(
             node,
             msg,
@@ -1259,18 +1328,10 @@ impl<N: Node> Simulation<N> {
             reply_leg,
             now_us,
             &mut slot.fault_rng,
-            &tag,
+            tag,
         );
         let cut = slot.is_cut(leg);
         let actor = Actor::Node { node, incarnation };
-        let work_us = match call {
-            Some(call) => {
-                let spec = &self.services[call.service.0 as usize].spec;
-                let span_us = (spec.work_ms_max - spec.work_ms_min) * 1_000 + 1;
-                spec.work_ms_min * 1_000 + work_raw % span_us
-            }
-            None => 0,
-        };
         let mut env = Envelope {
             actor,
             request,
@@ -1280,7 +1341,7 @@ impl<N: Node> Simulation<N> {
             reply_latency_us: self.latency_us.draw(back),
             reply_fault,
             refuse: None,
-            work_us,
+            work_us: 0,
         };
         if let Some(action) = fault {
             self.fault(
@@ -1302,7 +1363,7 @@ impl<N: Node> Simulation<N> {
                 LossReason::Partition,
                 observer,
             );
-            return;
+            return None;
         }
         // When the message arrives, and its duplicate if it has one.
         let mut first_at = self.now_us + self.latency_us.draw(there);
@@ -1317,49 +1378,19 @@ impl<N: Node> Simulation<N> {
                     LossReason::Dropped,
                     observer,
                 );
-                return;
+                return None;
             }
             Some(MessageAction::Duplicate { extra_us }) => copy_at = Some(first_at + extra_us),
             Some(MessageAction::Delay { extra_us }) => first_at += extra_us,
             Some(action @ (MessageAction::Fail | MessageAction::Hang)) => env.refuse = Some(action),
             None => {}
         }
-        // The duplicate is just a copy: no faults of its own.
-        let copy_env = Envelope {
-            reply_fault: None,
-            refuse: None,
-            ..env
-        };
-        match call {
-            None => match copy_at {
-                // The common case: the request moves from the output's
-                // place into its cell, no clone.
-                None => self
-                    .queue
-                    .push_in_place(first_at, |cell| move_store_request(output, cell, env)),
-                // A duplicated message (rare): two clones; the output is
-                // dropped with the buffer.
-                Some(copy_at) => {
-                    let Output::Store { op, .. } = &*output else {
-                        unreachable!("a store request is sent")
-                    };
-                    self.push_store_twice(op, (first_at, env), (copy_at, copy_env));
-                }
-            },
-            Some(call) => {
-                self.queue
-                    .push_with(first_at, || Event::ToService { env, call });
-                if let Some(copy_at) = copy_at {
-                    self.queue.push(
-                        copy_at,
-                        Event::ToService {
-                            env: copy_env,
-                            call,
-                        },
-                    );
-                }
-            }
-        }
+        Some(Sent {
+            env,
+            work_raw,
+            first_at,
+            copy_at,
+        })
     }
 
     /// A duplicated store request: two clones in two events. Rare, so out
