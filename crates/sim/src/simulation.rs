@@ -1059,25 +1059,29 @@ impl<N: Node> Simulation<N> {
             .as_mut()
             .expect("stepping a live node")
             .step(local, &input, out);
-        let of = out.len() as u32;
+        // The count as a `u32` only where a fault needs it: with no fault,
+        // the outputs to send are the whole buffer, provably within it.
+        let of = out.len();
         let (leave, after) = match fault {
             Some(StepFault::CrashBetweenOutputs {
                 emitted,
                 restart_after_us,
             }) => {
+                let of = of as u32;
                 let emitted = emitted
                     .unwrap_or_else(|| self.faults.outputs_before(node, of, false))
                     .min(of);
-                (emitted, Some(Err((emitted, restart_after_us))))
+                (emitted as usize, Some(Err((emitted, restart_after_us))))
             }
             Some(StepFault::Pause {
                 after_outputs,
                 duration_us,
             }) => {
+                let of = of as u32;
                 let k = after_outputs
                     .unwrap_or_else(|| self.faults.outputs_before(node, of, true))
                     .min(of);
-                (k, Some(Ok((k, duration_us))))
+                (k as usize, Some(Ok((k, duration_us))))
             }
             _ => (of, None),
         };
@@ -1085,7 +1089,7 @@ impl<N: Node> Simulation<N> {
         // Each output is sent from its place (a request moved out, an
         // `Exit` left behind): cheaper than a `Drain` and its tail
         // bookkeeping, and than a copy of each output on the stack.
-        for place in &mut out[..leave as usize] {
+        for place in &mut out[..leave] {
             if self.send(node, incarnation, place, now_us, observer) {
                 exit = true;
                 break;
@@ -1125,7 +1129,7 @@ impl<N: Node> Simulation<N> {
         node: NodeId,
         incarnation: u32,
         node_step: u64,
-        leave: u32,
+        leave: usize,
         after: Result<(u32, u64), (u32, u64)>,
         exit: bool,
         out: &mut Outputs<N>,
@@ -1135,7 +1139,7 @@ impl<N: Node> Simulation<N> {
         // Only a pause keeps the outputs left over (they leave when it
         // ends); after a crash or an exit they are dropped with the clear.
         let rest: Vec<_> = if after.is_ok() && !exit {
-            out.drain(leave as usize..).collect()
+            out.drain(leave..).collect()
         } else {
             Vec::new()
         };
@@ -1242,7 +1246,9 @@ impl<N: Node> Simulation<N> {
                     }
                 }
             }
-            Output::Effect { request, call } => {
+            // The call read where it lies, at each use: bound by value, it
+            // was copied to the stack first.
+            Output::Effect { request, ref call } => {
                 let tag = || message_tag(&*output);
                 let Some(Sent {
                     mut env,
@@ -1265,13 +1271,13 @@ impl<N: Node> Simulation<N> {
                 let span_us = (spec.work_ms_max - spec.work_ms_min) * 1_000 + 1;
                 env.work_us = spec.work_ms_min * 1_000 + work_raw % span_us;
                 self.queue
-                    .push_with(first_at, || Event::ToService { env, call });
+                    .push_with(first_at, || Event::ToService { env, call: *call });
                 if let Some(copy_at) = copy_at {
                     self.queue.push(
                         copy_at,
                         Event::ToService {
                             env: env.copy(),
-                            call,
+                            call: *call,
                         },
                     );
                 }
