@@ -1343,7 +1343,7 @@ impl<N: Node> Simulation<N> {
             request,
             msg,
             decided_us,
-            sent_us: self.now_us,
+            sent_us: now_us,
             reply_latency_us: self.latency_us.draw(back),
             reply_fault,
             refuse: None,
@@ -1372,7 +1372,7 @@ impl<N: Node> Simulation<N> {
             return None;
         }
         // When the message arrives, and its duplicate if it has one.
-        let mut first_at = self.now_us + self.latency_us.draw(there);
+        let mut first_at = now_us + self.latency_us.draw(there);
         let mut copy_at = None;
         match fault {
             Some(MessageAction::Drop) => {
