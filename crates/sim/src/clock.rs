@@ -51,12 +51,12 @@ impl LocalClock {
             (mono, wall)
         };
         let wall_us = wall_fast.map_or_else(
-                || {
-                    let drifted = mono.as_micros() as i128 - self.offset_us as i128;
-                    (drifted + self.wall_offset_us as i128).clamp(0, u64::MAX as i128) as u64
-                },
-                |w| w.max(0) as u64,
-            );
+            || {
+                let drifted = mono.as_micros() as i128 - self.offset_us as i128;
+                (drifted + self.wall_offset_us as i128).clamp(0, u64::MAX as i128) as u64
+            },
+            |w| w.max(0) as u64,
+        );
         leasehold_interface::LocalTime {
             mono,
             wall_ms: wall_us / 1_000,

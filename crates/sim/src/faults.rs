@@ -708,7 +708,8 @@ impl FaultInjector {
     pub fn register_node(&mut self, node: NodeId, stream_id: u32) {
         if let Mode::Generate { streams, .. } = &self.mode {
             assert_eq!(self.per_node.len(), node.index(), "nodes register in order");
-            self.per_node.push(streams.node_stream(Concern::Faults, stream_id));
+            self.per_node
+                .push(streams.node_stream(Concern::Faults, stream_id));
         }
     }
 
@@ -748,7 +749,8 @@ impl FaultInjector {
             debug_assert!(match &self.mode {
                 Mode::Generate {
                     step_hit_end_ppm, ..
-                } => (bits as u64 >= self.step_hit_end_raw) == (ppm_roll(bits) >= *step_hit_end_ppm),
+                } =>
+                    (bits as u64 >= self.step_hit_end_raw) == (ppm_roll(bits) >= *step_hit_end_ppm),
                 Mode::Plan { .. } => false,
             });
             if bits as u64 >= self.step_hit_end_raw {

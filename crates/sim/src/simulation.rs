@@ -1327,15 +1327,9 @@ impl<N: Node> Simulation<N> {
         // only on how many messages the node sent before it.
         let work_raw = slot.work_rng.random::<u64>();
         let now_us = self.now_us;
-        let (fault, reply_fault) = self.faults.message_faults(
-            node,
-            msg,
-            leg,
-            reply_leg,
-            now_us,
-            &mut slot.fault_rng,
-            tag,
-        );
+        let (fault, reply_fault) =
+            self.faults
+                .message_faults(node, msg, leg, reply_leg, now_us, &mut slot.fault_rng, tag);
         let cut = slot.is_cut(leg);
         let actor = Actor::Node { node, incarnation };
         let mut env = Envelope {
