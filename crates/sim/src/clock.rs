@@ -33,25 +33,30 @@ impl LocalClock {
     /// Both readings at simulated time `sim_us`.
     #[inline]
     pub fn read(&self, sim_us: u64) -> leasehold_interface::LocalTime {
-        let mono = if self.offset_us | self.drift_ppm == 0 {
-            // The identity clock (see `sim_time_for`): the time itself.
-            Instant::from_micros(sim_us)
-        } else {
-            self.local(sim_us)
-        };
         // i64 whenever nothing overflows (always, below ~290 years), else
         // the exact i128 form: the same value either way.
-        let wall_us = i64::try_from(mono.as_micros())
-            .ok()
-            .and_then(|m| m.checked_sub(self.offset_us))
-            .and_then(|d| d.checked_add(self.wall_offset_us))
-            .map_or_else(
-                || {
-                    let drifted = mono.as_micros() as i128 - self.offset_us as i128;
-                    (drifted + self.wall_offset_us as i128).clamp(0, u64::MAX as i128) as u64
-                },
-                |w| w.max(0) as u64,
-            );
+        let (mono, wall_fast) = if self.offset_us | self.drift_ppm == 0 {
+            // The identity clock (see `sim_time_for`): the time itself, and
+            // no offset to take off it for the wall clock.
+            let wall = i64::try_from(sim_us)
+                .ok()
+                .and_then(|m| m.checked_add(self.wall_offset_us));
+            (Instant::from_micros(sim_us), wall)
+        } else {
+            let mono = self.local(sim_us);
+            let wall = i64::try_from(mono.as_micros())
+                .ok()
+                .and_then(|m| m.checked_sub(self.offset_us))
+                .and_then(|d| d.checked_add(self.wall_offset_us));
+            (mono, wall)
+        };
+        let wall_us = wall_fast.map_or_else(
+            || {
+                let drifted = mono.as_micros() as i128 - self.offset_us as i128;
+                (drifted + self.wall_offset_us as i128).clamp(0, u64::MAX as i128) as u64
+            },
+            |w| w.max(0) as u64,
+        );
         leasehold_interface::LocalTime {
             mono,
             wall_ms: wall_us / 1_000,

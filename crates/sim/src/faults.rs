@@ -425,17 +425,14 @@ pub enum StepFault {
     },
 }
 
+/// What only a rate-driven run needs beside its hot fields (which live in
+/// [`FaultInjector`] itself): read when a die hits, and as nodes register.
 enum Mode {
     Generate {
         rates: FaultRates,
-        /// Indexed by [`Leg::index`].
-        dice: [LegDice; 4],
         /// The end of the step-fault bands (crash, pause, clock jump): a
         /// roll at or past it is no fault.
         step_hit_end_ppm: u32,
-        /// [`ppm_roll_threshold`] of `step_hit_end_ppm`.
-        step_hit_end_raw: u64,
-        per_node: Vec<NodeRng>,
         streams: RngStreams,
     },
     Plan {
@@ -522,6 +519,21 @@ fn take_timed<T: Copy>(
 }
 
 pub struct FaultInjector {
+    /// Until when steps and messages roll dice: the end of the fault phase
+    /// in generate mode, zero when faults come from a plan. One compare
+    /// tells a rate-driven run's step or message in its fault phase (nearly
+    /// every one) from the rest, where a test of the mode and one of the
+    /// phase were two.
+    dice_until_us: u64,
+    /// Generate mode's dice, beside that compare rather than inside `mode`
+    /// (a field of an enum's variant is read after a test of the variant):
+    /// indexed by [`Leg::index`], every leg quiet in a plan's run.
+    dice: [LegDice; 4],
+    /// [`ppm_roll_threshold`] of the step-fault bands' end
+    /// (`Mode::Generate::step_hit_end_ppm`); unused in a plan's run.
+    step_hit_end_raw: u64,
+    /// Each node's step-fault stream (generate mode; empty for a plan).
+    per_node: Vec<NodeRng>,
     mode: Mode,
     fault_phase_end_us: u64,
     scheduled: Vec<Fault>,
@@ -550,12 +562,13 @@ impl FaultInjector {
                     .saturating_add(rates.pause_ppm)
                     .saturating_add(rates.clock_jump_ppm);
                 FaultInjector {
+                    dice_until_us: fault_phase_end_us,
+                    dice,
+                    step_hit_end_raw: ppm_roll_threshold(step_hit_end_ppm),
+                    per_node: Vec::new(),
                     mode: Mode::Generate {
                         rates,
-                        dice,
                         step_hit_end_ppm,
-                        step_hit_end_raw: ppm_roll_threshold(step_hit_end_ppm),
-                        per_node: Vec::new(),
                         streams,
                     },
                     fault_phase_end_us,
@@ -586,6 +599,12 @@ impl FaultInjector {
                     }
                 }
                 FaultInjector {
+                    dice_until_us: 0,
+                    dice: [LegDice {
+                        hit_end_raw: QUIET_LEG,
+                    }; 4],
+                    step_hit_end_raw: 0,
+                    per_node: Vec::new(),
                     mode: Mode::Plan {
                         steps,
                         messages,
@@ -629,6 +648,12 @@ impl FaultInjector {
                     }
                 }
                 FaultInjector {
+                    dice_until_us: 0,
+                    dice: [LegDice {
+                        hit_end_raw: QUIET_LEG,
+                    }; 4],
+                    step_hit_end_raw: 0,
+                    per_node: Vec::new(),
                     mode: Mode::Plan {
                         steps: BTreeMap::new(),
                         messages: BTreeMap::new(),
@@ -681,12 +706,10 @@ impl FaultInjector {
 
     /// Give `node` its own step-fault stream, keyed by its stable stream id.
     pub fn register_node(&mut self, node: NodeId, stream_id: u32) {
-        if let Mode::Generate {
-            per_node, streams, ..
-        } = &mut self.mode
-        {
-            assert_eq!(per_node.len(), node.index(), "nodes register in order");
-            per_node.push(streams.node_stream(Concern::Faults, stream_id));
+        if let Mode::Generate { streams, .. } = &self.mode {
+            assert_eq!(self.per_node.len(), node.index(), "nodes register in order");
+            self.per_node
+                .push(streams.node_stream(Concern::Faults, stream_id));
         }
     }
 
@@ -709,7 +732,32 @@ impl FaultInjector {
         targets: FaultTargets,
         tag: &dyn Fn() -> u64,
     ) -> Option<StepFault> {
-        let in_phase = now_us < self.fault_phase_end_us;
+        if now_us < self.dice_until_us {
+            // Generate mode, in the fault phase.
+            let i = Self::rng(&self.per_node, node);
+            // One draw per step: a roll split into bands (at most one
+            // fault per step) and 32 bits for the fault's size. A hit
+            // draws once more, whatever the targets, so this roll uses
+            // the stream alike on every node. Not the whole step: a
+            // crash between outputs or a pause that fires (so only on a
+            // crashable or pausable node) draws again from this stream
+            // in `outputs_before`, over a range set by the step's output
+            // count.
+            let (bits, size) = halves(self.per_node[i].random::<u64>());
+            // Past the last band (crash, pause, clock jump): most steps.
+            // Told from the raw bits (the same verdict as the roll's).
+            debug_assert!(match &self.mode {
+                Mode::Generate {
+                    step_hit_end_ppm, ..
+                } =>
+                    (bits as u64 >= self.step_hit_end_raw) == (ppm_roll(bits) >= *step_hit_end_ppm),
+                Mode::Plan { .. } => false,
+            });
+            if bits as u64 >= self.step_hit_end_raw {
+                return None;
+            }
+            return self.step_fault_hit(i, now_us, targets, bits, size);
+        }
         match &mut self.mode {
             Mode::Plan {
                 steps,
@@ -725,75 +773,68 @@ impl FaultInjector {
                 }
                 f
             }
-            Mode::Generate {
-                rates,
-                per_node,
-                step_hit_end_ppm,
-                step_hit_end_raw,
-                ..
-            } => {
-                if !in_phase {
-                    return None;
-                }
-                let i = Self::rng(per_node, node);
-                let rng = &mut per_node[i];
-                // One draw per step: a roll split into bands (at most one
-                // fault per step) and 32 bits for the fault's size. A hit
-                // draws once more, whatever the targets, so this roll uses
-                // the stream alike on every node. Not the whole step: a
-                // crash between outputs or a pause that fires (so only on a
-                // crashable or pausable node) draws again from this stream
-                // in `outputs_before`, over a range set by the step's output
-                // count.
-                let (bits, size) = halves(rng.random::<u64>());
-                // Past the last band (crash, pause, clock jump): most steps.
-                // Told from the raw bits (the same verdict as the roll's).
-                debug_assert_eq!(
-                    bits as u64 >= *step_hit_end_raw,
-                    ppm_roll(bits) >= *step_hit_end_ppm
-                );
-                if bits as u64 >= *step_hit_end_raw {
-                    return None;
-                }
-                let roll = ppm_roll(bits);
-                let crash_end = rates.crash_ppm;
-                let pause_end = crash_end.saturating_add(rates.pause_ppm);
-                debug_assert_eq!(
-                    pause_end.saturating_add(rates.clock_jump_ppm),
-                    *step_hit_end_ppm
-                );
-                let (extra, _) = halves(rng.random::<u64>());
-                if roll < crash_end {
-                    if !targets.crashable {
-                        return None;
-                    }
-                    let restart_after_us =
-                        in_range(size, rates.restart_delay_us_min, rates.restart_delay_us_max);
-                    Some(if ppm_roll(extra) < rates.crash_before_input_ppm {
-                        StepFault::CrashBeforeInput { restart_after_us }
-                    } else {
-                        StepFault::CrashBetweenOutputs {
-                            emitted: None,
-                            restart_after_us,
-                        }
-                    })
-                } else if roll < pause_end {
-                    if !targets.pausable {
-                        return None;
-                    }
-                    let pause_us = in_range(size, rates.pause_us_min, rates.pause_us_max);
-                    // A pause never outlives the fault phase: nodes wake by the heal.
-                    let duration_us = pause_us.min(self.fault_phase_end_us - now_us).max(1);
-                    Some(StepFault::Pause {
-                        after_outputs: None,
-                        duration_us,
-                    })
-                } else {
-                    let jump_us =
-                        in_range_i64(size, -rates.clock_jump_us_max, rates.clock_jump_us_max);
-                    (jump_us != 0).then_some(StepFault::ClockJump { delta_us: jump_us })
-                }
+            // Past the fault phase.
+            Mode::Generate { .. } => None,
+        }
+    }
+
+    /// The fault a step's roll `bits` under the bands' end strikes
+    /// (generate mode), `size` its size; draws once more from node `i`'s
+    /// stream. A step in a thousand, so out of line.
+    #[cold]
+    #[inline(never)]
+    fn step_fault_hit(
+        &mut self,
+        i: usize,
+        now_us: u64,
+        targets: FaultTargets,
+        bits: u32,
+        size: u32,
+    ) -> Option<StepFault> {
+        let Mode::Generate {
+            rates,
+            step_hit_end_ppm,
+            ..
+        } = &self.mode
+        else {
+            unreachable!("a step's dice rolled in a plan's run");
+        };
+        let roll = ppm_roll(bits);
+        let crash_end = rates.crash_ppm;
+        let pause_end = crash_end.saturating_add(rates.pause_ppm);
+        debug_assert_eq!(
+            pause_end.saturating_add(rates.clock_jump_ppm),
+            *step_hit_end_ppm
+        );
+        let (extra, _) = halves(self.per_node[i].random::<u64>());
+        if roll < crash_end {
+            if !targets.crashable {
+                return None;
             }
+            let restart_after_us =
+                in_range(size, rates.restart_delay_us_min, rates.restart_delay_us_max);
+            Some(if ppm_roll(extra) < rates.crash_before_input_ppm {
+                StepFault::CrashBeforeInput { restart_after_us }
+            } else {
+                StepFault::CrashBetweenOutputs {
+                    emitted: None,
+                    restart_after_us,
+                }
+            })
+        } else if roll < pause_end {
+            if !targets.pausable {
+                return None;
+            }
+            let pause_us = in_range(size, rates.pause_us_min, rates.pause_us_max);
+            // A pause never outlives the fault phase: nodes wake by the heal.
+            let duration_us = pause_us.min(self.fault_phase_end_us - now_us).max(1);
+            Some(StepFault::Pause {
+                after_outputs: None,
+                duration_us,
+            })
+        } else {
+            let jump_us = in_range_i64(size, -rates.clock_jump_us_max, rates.clock_jump_us_max);
+            (jump_us != 0).then_some(StepFault::ClockJump { delta_us: jump_us })
         }
     }
 
@@ -803,10 +844,10 @@ impl FaultInjector {
     pub fn outputs_before(&mut self, node: NodeId, of: u32, inclusive: bool) -> u32 {
         match &mut self.mode {
             Mode::Plan { .. } => unreachable!("plans carry the count"),
-            Mode::Generate { per_node, .. } => {
-                let i = Self::rng(per_node, node);
+            Mode::Generate { .. } => {
+                let i = Self::rng(&self.per_node, node);
                 let hi = if inclusive { of } else { of.saturating_sub(1) };
-                per_node[i].random_range(0..=hi)
+                self.per_node[i].random_range(0..=hi)
             }
         }
     }
@@ -831,20 +872,20 @@ impl FaultInjector {
         rng: &mut NodeRng,
         tag: &dyn Fn() -> u64,
     ) -> (Option<MessageAction>, Option<MessageAction>) {
+        if now_us < self.dice_until_us {
+            // Generate mode, in the fault phase.
+            return (
+                Self::generated_message_fault(&self.mode, &self.dice, leg, rng),
+                Self::generated_message_fault(&self.mode, &self.dice, reply_leg, rng),
+            );
+        }
         match &self.mode {
             Mode::Plan { .. } => (
                 self.planned_message_fault(node, msg, leg, now_us, tag),
                 self.planned_message_fault(node, msg, reply_leg, now_us, tag),
             ),
-            Mode::Generate { rates, dice, .. } => {
-                if now_us >= self.fault_phase_end_us {
-                    return (None, None);
-                }
-                (
-                    Self::generated_message_fault(rates, dice, leg, rng),
-                    Self::generated_message_fault(rates, dice, reply_leg, rng),
-                )
-            }
+            // Past the fault phase.
+            Mode::Generate { .. } => (None, None),
         }
     }
 
@@ -852,7 +893,7 @@ impl FaultInjector {
     /// generate mode.
     #[inline(always)]
     fn generated_message_fault(
-        rates: &FaultRates,
+        mode: &Mode,
         dice: &[LegDice; 4],
         leg: Leg,
         rng: &mut NodeRng,
@@ -870,19 +911,36 @@ impl FaultInjector {
         // from the raw bits, the same verdict as the roll's: the roll's
         // multiply and shift only for a hit (with the step's roll, 188.27 M
         // to 188.21 M instructions, friday-rush seeds 1..5).
-        debug_assert_eq!(
-            bits as u64 >= d.hit_end_raw,
-            ppm_roll(bits) >= rates.legs[leg.index()].hit_end_ppm(leg)
-        );
+        debug_assert!(match mode {
+            Mode::Generate { rates, .. } => {
+                (bits as u64 >= d.hit_end_raw)
+                    == (ppm_roll(bits) >= rates.legs[leg.index()].hit_end_ppm(leg))
+            }
+            Mode::Plan { .. } => false,
+        });
         if bits as u64 >= d.hit_end_raw {
             return None;
         }
-        Self::message_action(&rates.legs[leg.index()], leg, ppm_roll(bits), extra)
+        Self::generated_message_action(mode, leg, ppm_roll(bits), extra)
+    }
+
+    /// [`FaultInjector::message_action`] of a rate-driven run's leg `leg`.
+    #[inline(never)]
+    fn generated_message_action(
+        mode: &Mode,
+        leg: Leg,
+        roll: u32,
+        extra: u32,
+    ) -> Option<MessageAction> {
+        let Mode::Generate { rates, .. } = mode else {
+            unreachable!("a message's dice rolled in a plan's run");
+        };
+        Self::message_action(&rates.legs[leg.index()], leg, roll, extra)
     }
 
     /// The fault a roll below its leg's `hit_end_ppm` strikes (generate
     /// mode); `extra` sizes a delay or a duplicate's lag.
-    #[inline(never)]
+    #[inline(always)]
     fn message_action(r: &LegRates, leg: Leg, roll: u32, extra: u32) -> Option<MessageAction> {
         let extra_us = in_range(extra, r.delay_us_min, r.delay_us_max);
         // One roll, split into bands: at most one fault per message.

@@ -113,6 +113,27 @@ struct Envelope {
     work_us: u64,
 }
 
+impl Envelope {
+    /// A duplicate's envelope: a copy with no faults of its own.
+    fn copy(self) -> Envelope {
+        Envelope {
+            reply_fault: None,
+            refuse: None,
+            ..self
+        }
+    }
+}
+
+/// A request on its way ([`Simulation::launch`]): its envelope (work time
+/// still zero), the raw draw for an effect's work time, and when it and its
+/// duplicate (if it has one) arrive.
+struct Sent {
+    env: Envelope,
+    work_raw: u64,
+    first_at: u64,
+    copy_at: Option<u64>,
+}
+
 enum Event<K, V> {
     Boot {
         node: NodeId,
@@ -1038,25 +1059,29 @@ impl<N: Node> Simulation<N> {
             .as_mut()
             .expect("stepping a live node")
             .step(local, &input, out);
-        let of = out.len() as u32;
+        // The count as a `u32` only where a fault needs it: with no fault,
+        // the outputs to send are the whole buffer, provably within it.
+        let of = out.len();
         let (leave, after) = match fault {
             Some(StepFault::CrashBetweenOutputs {
                 emitted,
                 restart_after_us,
             }) => {
+                let of = of as u32;
                 let emitted = emitted
                     .unwrap_or_else(|| self.faults.outputs_before(node, of, false))
                     .min(of);
-                (emitted, Some(Err((emitted, restart_after_us))))
+                (emitted as usize, Some(Err((emitted, restart_after_us))))
             }
             Some(StepFault::Pause {
                 after_outputs,
                 duration_us,
             }) => {
+                let of = of as u32;
                 let k = after_outputs
                     .unwrap_or_else(|| self.faults.outputs_before(node, of, true))
                     .min(of);
-                (k, Some(Ok((k, duration_us))))
+                (k as usize, Some(Ok((k, duration_us))))
             }
             _ => (of, None),
         };
@@ -1064,7 +1089,7 @@ impl<N: Node> Simulation<N> {
         // Each output is sent from its place (a request moved out, an
         // `Exit` left behind): cheaper than a `Drain` and its tail
         // bookkeeping, and than a copy of each output on the stack.
-        for place in &mut out[..leave as usize] {
+        for place in &mut out[..leave] {
             if self.send(node, incarnation, place, now_us, observer) {
                 exit = true;
                 break;
@@ -1104,7 +1129,7 @@ impl<N: Node> Simulation<N> {
         node: NodeId,
         incarnation: u32,
         node_step: u64,
-        leave: u32,
+        leave: usize,
         after: Result<(u32, u64), (u32, u64)>,
         exit: bool,
         out: &mut Outputs<N>,
@@ -1114,7 +1139,7 @@ impl<N: Node> Simulation<N> {
         // Only a pause keeps the outputs left over (they leave when it
         // ends); after a crash or an exit they are dropped with the clear.
         let rest: Vec<_> = if after.is_ok() && !exit {
-            out.drain(leave as usize..).collect()
+            out.drain(leave..).collect()
         } else {
             Vec::new()
         };
@@ -1188,28 +1213,107 @@ impl<N: Node> Simulation<N> {
         decided_us: u64,
         observer: &mut O,
     ) -> bool {
-        let (request, leg) = match &*output {
-            Output::Store { request, .. } => (*request, Leg::ToStore),
-            Output::Effect { request, .. } => (*request, Leg::ToService),
-            Output::Event(event) => {
-                emit(
-                    &mut self.hasher,
+        // The output's kind tested once: each kind of request has its own
+        // copy of `launch`, with its legs as constants.
+        match *output {
+            Output::Store { request, .. } => {
+                let tag = || message_tag(&*output);
+                let Some(sent) = self.launch(
+                    node,
+                    incarnation,
+                    request,
+                    (Leg::ToStore, Leg::FromStore),
+                    &tag,
+                    decided_us,
                     observer,
-                    self.now_us,
-                    RecordKind::Event {
-                        node,
-                        incarnation,
-                        event,
-                    },
-                );
-                return false;
+                ) else {
+                    return false;
+                };
+                let (first_at, env) = (sent.first_at, sent.env);
+                match sent.copy_at {
+                    // The common case: the request moves from the output's
+                    // place into its cell, no clone.
+                    None => self
+                        .queue
+                        .push_in_place(first_at, |cell| move_store_request(output, cell, env)),
+                    // A duplicated message (rare): two clones; the output is
+                    // dropped with the buffer.
+                    Some(copy_at) => {
+                        let Output::Store { op, .. } = &*output else {
+                            unreachable!("a store request is sent")
+                        };
+                        self.push_store_twice(op, (first_at, env), (copy_at, env.copy()));
+                    }
+                }
             }
+            // The call read where it lies, at each use: bound by value, it
+            // was copied to the stack first.
+            Output::Effect { request, ref call } => {
+                let tag = || message_tag(&*output);
+                let Some(Sent {
+                    mut env,
+                    work_raw,
+                    first_at,
+                    copy_at,
+                }) = self.launch(
+                    node,
+                    incarnation,
+                    request,
+                    (Leg::ToService, Leg::FromService),
+                    &tag,
+                    decided_us,
+                    observer,
+                )
+                else {
+                    return false;
+                };
+                let spec = &self.services[call.service.0 as usize].spec;
+                let span_us = (spec.work_ms_max - spec.work_ms_min) * 1_000 + 1;
+                env.work_us = spec.work_ms_min * 1_000 + work_raw % span_us;
+                self.queue
+                    .push_with(first_at, || Event::ToService { env, call: *call });
+                if let Some(copy_at) = copy_at {
+                    self.queue.push(
+                        copy_at,
+                        Event::ToService {
+                            env: env.copy(),
+                            call: *call,
+                        },
+                    );
+                }
+            }
+            Output::Event(ref event) => emit(
+                &mut self.hasher,
+                observer,
+                self.now_us,
+                RecordKind::Event {
+                    node,
+                    incarnation,
+                    event,
+                },
+            ),
             Output::Exit => return true,
-        };
-        let reply_leg = match leg {
-            Leg::ToStore => Leg::FromStore,
-            _ => Leg::FromService,
-        };
+        }
+        false
+    }
+
+    /// A request of `node` leaves on `legs` (the request's, the reply's):
+    /// every draw for it, its fault, a loss recorded. `None` if it is lost,
+    /// else its envelope (with no work time yet), the work time's raw draw
+    /// and when it (and its duplicate, if any) arrives. Inlined into `send`
+    /// once per kind of request, with its legs as constants there.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn launch<O: Observer<N::Key, N::Value, N::Event>>(
+        &mut self,
+        node: NodeId,
+        incarnation: u32,
+        request: RequestId,
+        (leg, reply_leg): (Leg, Leg),
+        tag: &dyn Fn() -> u64,
+        decided_us: u64,
+        observer: &mut O,
+    ) -> Option<Sent> {
         // Every draw for this message, made now, whatever happens to it: the
         // latencies and the work time always, the fault dice for legs that
         // can fault at all. What a message draws never depends on what
@@ -1223,36 +1327,21 @@ impl<N: Node> Simulation<N> {
         // only on how many messages the node sent before it.
         let work_raw = slot.work_rng.random::<u64>();
         let now_us = self.now_us;
-        let tag = || message_tag(&*output);
-        let (fault, reply_fault) = self.faults.message_faults(
-            node,
-            msg,
-            leg,
-            reply_leg,
-            now_us,
-            &mut slot.fault_rng,
-            &tag,
-        );
+        let (fault, reply_fault) =
+            self.faults
+                .message_faults(node, msg, leg, reply_leg, now_us, &mut slot.fault_rng, tag);
         let cut = slot.is_cut(leg);
         let actor = Actor::Node { node, incarnation };
-        let work_us = match &*output {
-            Output::Effect { call, .. } => {
-                let spec = &self.services[call.service.0 as usize].spec;
-                let span_us = (spec.work_ms_max - spec.work_ms_min) * 1_000 + 1;
-                spec.work_ms_min * 1_000 + work_raw % span_us
-            }
-            _ => 0,
-        };
         let mut env = Envelope {
             actor,
             request,
             msg,
             decided_us,
-            sent_us: self.now_us,
+            sent_us: now_us,
             reply_latency_us: self.latency_us.draw(back),
             reply_fault,
             refuse: None,
-            work_us,
+            work_us: 0,
         };
         if let Some(action) = fault {
             self.fault(
@@ -1274,10 +1363,10 @@ impl<N: Node> Simulation<N> {
                 LossReason::Partition,
                 observer,
             );
-            return false;
+            return None;
         }
         // When the message arrives, and its duplicate if it has one.
-        let mut first_at = self.now_us + self.latency_us.draw(there);
+        let mut first_at = now_us + self.latency_us.draw(there);
         let mut copy_at = None;
         match fault {
             Some(MessageAction::Drop) => {
@@ -1289,46 +1378,19 @@ impl<N: Node> Simulation<N> {
                     LossReason::Dropped,
                     observer,
                 );
-                return false;
+                return None;
             }
             Some(MessageAction::Duplicate { extra_us }) => copy_at = Some(first_at + extra_us),
             Some(MessageAction::Delay { extra_us }) => first_at += extra_us,
             Some(action @ (MessageAction::Fail | MessageAction::Hang)) => env.refuse = Some(action),
             None => {}
         }
-        // The duplicate is just a copy: no faults of its own.
-        let copy_env = Envelope {
-            reply_fault: None,
-            refuse: None,
-            ..env
-        };
-        match output {
-            Output::Store { op, .. } => match copy_at {
-                // A duplicated message (rare): two clones; the output is
-                // dropped with the buffer.
-                Some(copy_at) => self.push_store_twice(op, (first_at, env), (copy_at, copy_env)),
-                // The common case: the request moves from the output's
-                // place into its cell, no clone.
-                None => self
-                    .queue
-                    .push_in_place(first_at, |cell| move_store_request(output, cell, env)),
-            },
-            &mut Output::Effect { call, .. } => {
-                self.queue
-                    .push_with(first_at, || Event::ToService { env, call });
-                if let Some(copy_at) = copy_at {
-                    self.queue.push(
-                        copy_at,
-                        Event::ToService {
-                            env: copy_env,
-                            call,
-                        },
-                    );
-                }
-            }
-            _ => unreachable!("only requests travel"),
-        }
-        false
+        Some(Sent {
+            env,
+            work_raw,
+            first_at,
+            copy_at,
+        })
     }
 
     /// A duplicated store request: two clones in two events. Rare, so out
