@@ -598,14 +598,8 @@ impl FaultInjector {
                         f => schedule(f, &mut scheduled),
                     }
                 }
-                FaultInjector {
-                    dice_until_us: 0,
-                    dice: [LegDice {
-                        hit_end_raw: QUIET_LEG,
-                    }; 4],
-                    step_hit_end_raw: 0,
-                    per_node: Vec::new(),
-                    mode: Mode::Plan {
+                FaultInjector::without_dice(
+                    Mode::Plan {
                         steps,
                         messages,
                         timed_steps: BTreeMap::new(),
@@ -614,7 +608,7 @@ impl FaultInjector {
                     },
                     fault_phase_end_us,
                     scheduled,
-                }
+                )
             }
             FaultSource::Timed(mut faults) => {
                 // Bounds every `take_timed` list.
@@ -647,14 +641,8 @@ impl FaultInjector {
                         f => schedule(f, &mut scheduled),
                     }
                 }
-                FaultInjector {
-                    dice_until_us: 0,
-                    dice: [LegDice {
-                        hit_end_raw: QUIET_LEG,
-                    }; 4],
-                    step_hit_end_raw: 0,
-                    per_node: Vec::new(),
-                    mode: Mode::Plan {
+                FaultInjector::without_dice(
+                    Mode::Plan {
                         steps: BTreeMap::new(),
                         messages: BTreeMap::new(),
                         timed_steps,
@@ -663,8 +651,25 @@ impl FaultInjector {
                     },
                     fault_phase_end_us,
                     scheduled,
-                }
+                )
             }
+        }
+    }
+
+    /// A plan's or timed faults' injector: no dice (`dice_until_us` zero,
+    /// so no step or message rolls), every leg quiet, no per-node streams.
+    fn without_dice(mode: Mode, fault_phase_end_us: u64, scheduled: Vec<Fault>) -> FaultInjector {
+        debug_assert!(matches!(mode, Mode::Plan { .. }));
+        FaultInjector {
+            dice_until_us: 0,
+            dice: [LegDice {
+                hit_end_raw: QUIET_LEG,
+            }; 4],
+            step_hit_end_raw: 0,
+            per_node: Vec::new(),
+            mode,
+            fault_phase_end_us,
+            scheduled,
         }
     }
 
