@@ -94,6 +94,15 @@ impl Key {
         ((self.time_us as u128) << 64) | self.seq_slot as u128
     }
 
+    /// The key whose [`Key::order`] is `order`.
+    #[inline(always)]
+    fn from_order(order: u128) -> Key {
+        Key {
+            time_us: (order >> 64) as u64,
+            seq_slot: order as u64,
+        }
+    }
+
     #[inline(always)]
     fn slot(&self) -> usize {
         (self.seq_slot & (MAX_QUEUED as u64 - 1)) as usize
@@ -178,7 +187,11 @@ fn sink<const BY_INDEX: bool>(
         if order <= child_order {
             break;
         }
-        let key = heap[child];
+        // The child's key is its order's two words: rebuilt from the
+        // registers, not read back from the heap (a load and a bounds
+        // check a level).
+        let key = Key::from_order(child_order);
+        debug_assert_eq!(key.order(), heap[child].order());
         heap[i] = key;
         moved(key, i);
         i = child;
