@@ -417,18 +417,28 @@ impl<T> EventQueue<T> {
             return self.grow_and_sift_up(key);
         }
         let order = key.order();
-        let mut i = self.heap.len();
         self.heap.push(key);
+        // The hole is the last key of `below`, the heap cut short after it:
+        // its index is the slice's own bound, and a parent move cuts the
+        // slice after the parent, so each level has one bounds check (the
+        // parent's), not one for the parent and one for the hole.
+        let mut below: &mut [Key] = &mut self.heap;
         // Bounded by the depth, log4(len).
-        while i > 0 {
-            let parent = (i - 1) / ARITY;
-            if self.heap[parent].order() <= order {
+        loop {
+            let i = below.len() - 1;
+            if i == 0 {
                 break;
             }
-            self.heap[i] = self.heap[parent];
-            i = parent;
+            let parent = (i - 1) / ARITY;
+            let p = below[parent];
+            if p.order() <= order {
+                break;
+            }
+            below[i] = p;
+            below = &mut below[..=parent];
         }
-        self.heap[i] = key;
+        let hole = below.len() - 1;
+        below[hole] = key;
     }
 
     /// [`EventQueue::sift_up`] when the heap is full: room first.
