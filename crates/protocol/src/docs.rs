@@ -137,15 +137,19 @@ impl DocKey {
 
     /// The fields after `lead`, packed so that their order as one integer
     /// is theirs in turn. Only compared between keys of one variant.
+    ///
+    /// Two `if let`s, not a match that builds the value: inlined into the
+    /// B-tree searches, the match compiled to more branches there
+    /// (159.12 M -> 158.73 M instructions without it).
     #[inline(always)]
     fn rest(&self) -> u64 {
-        match *self {
-            DocKey::Member { owner } => u64::from(owner.incarnation) << 32,
-            DocKey::OwnedIdx { owner, task } => {
-                (u64::from(owner.incarnation) << 32) | u64::from(task.0)
-            }
-            DocKey::Task { .. } | DocKey::PendingIdx { .. } | DocKey::TaskLease { .. } => 0,
+        if let DocKey::OwnedIdx { owner, task } = *self {
+            return (u64::from(owner.incarnation) << 32) | u64::from(task.0);
         }
+        if let DocKey::Member { owner } = *self {
+            return u64::from(owner.incarnation) << 32;
+        }
+        0
     }
 
     pub fn member_range() -> (DocKey, DocKey) {
