@@ -287,6 +287,11 @@ fn with_documents<'a, K: Ord + Hash, V>(
 }
 
 /// A new document, unindexed, at `vacant`'s key, and the key in `order`.
+///
+/// Inlined: left to itself the compiler called it, some 30 instructions
+/// a create in arguments and saved registers (friday-rush 158.34 M ->
+/// 158.19 M instructions with it inlined).
+#[inline(always)]
 fn create<'a, K: Ord + Clone, V: Clone>(
     order: &mut BTreeSet<K>,
     vacant: hash_map::VacantEntry<'a, K, Entry<K, V>>,
