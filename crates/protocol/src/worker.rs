@@ -133,7 +133,12 @@ struct Run {
 pub struct Worker {
     cfg: Arc<ProtocolConfig>,
     me: Owner,
+    /// Changed only by `set_phase`, which keeps `plain` in step.
     phase: Phase,
+    /// Active in worker heartbeat mode (`phase == Active && !task_mode`):
+    /// nearly every input and every `poll_timeout` finds the worker so, and
+    /// tests this one flag where it tested the phase and the mode.
+    plain: bool,
     member_version: Version,
     beats: u64,
     /// The local send time of the newest heartbeat known to have landed
@@ -201,8 +206,10 @@ pub struct Worker {
     runs: SortedVecMap<TaskId, Run>,
     /// Runs whose `wait` is a retry: `poll_timeout` and `on_time` walk the
     /// runs for due retries only when there are some (rarely: every input
-    /// asks). Kept by `set_wait` and `remove_run`.
-    retrying: u32,
+    /// asks). Kept by `set_wait` and `remove_run`. At most the runs, so at
+    /// most `slots_per_worker` (asserted to fit by `new`): a `u16` leaves
+    /// room for `plain` within the reclaimer's size.
+    retrying: u16,
     doubtful: SortedVecMap<TaskId, Doubt>,
     /// Task mode: lease creations on their way. Each holds a slot (see
     /// `busy_slots`): at most `slots_per_worker`.
@@ -241,6 +248,10 @@ impl Worker {
     pub fn new(cfg: Arc<ProtocolConfig>, me: Owner) -> Worker {
         debug_assert!(cfg.validate().is_ok());
         assert!(me.incarnation > 0, "incarnations start at 1");
+        assert!(
+            cfg.slots_per_worker <= u32::from(u16::MAX),
+            "`retrying` counts runs in a u16"
+        );
         let poll_interval_ms = cfg.poll_interval_ms;
         let (variant, slots_per_worker) = (cfg.variant, cfg.slots_per_worker);
         let task_mode = cfg.heartbeat_mode == HeartbeatMode::Task;
@@ -261,6 +272,7 @@ impl Worker {
             cfg,
             me,
             phase: Phase::Registering,
+            plain: false,
             member_version: 0,
             beats: 0,
             lease_deadline: None,
@@ -317,6 +329,19 @@ impl Worker {
         self.out.drain_into(out);
     }
 
+    /// The only writer of `phase`, so `plain` stays in step with it.
+    fn set_phase(&mut self, phase: Phase) {
+        self.phase = phase;
+        self.plain = phase == Phase::Active && !self.task_mode();
+    }
+
+    /// `plain`, asserted in step with the phase and the mode.
+    #[inline(always)]
+    fn plain(&self) -> bool {
+        debug_assert_eq!(self.plain, self.phase == Phase::Active && !self.task_mode());
+        self.plain
+    }
+
     fn variant(&self) -> Variant {
         debug_assert_eq!(self.variant, self.cfg.variant);
         self.variant
@@ -363,60 +388,82 @@ impl Worker {
     /// apart by `poll_timeout_computed`, which also checks the rest in
     /// debug builds.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        if self.phase == Phase::Stopped {
-            return None;
-        }
-        let mut next = self.out.earliest_or_never();
-        if self.phase == Phase::Registering {
-            if let Some(t) = self.retry_register_at {
-                next = next.min(t);
-            }
-        } else {
+        let next = if self.plain() {
             // `fence_at` is `NEVER` when nothing fences us, and so is the
-            // lease deadline `poll_timeout_computed` considers then.
-            next = next.min(self.fence_at);
-            if self.task_mode() {
-                next = self.task_mode_wakeup(next);
-            } else {
-                // `NEVER` while a heartbeat is in flight.
-                next = next.min(self.next_heartbeat_at());
-                // Worker mode holds no leases and creates none (both only
-                // follow `create_task_lease`): the busy slots are the runs
-                // and the claims.
-                debug_assert!(self.leases.len() == 0 && self.lease_creates.len() == 0);
-                // `NEVER` while a poll is in flight, but tested: here the
-                // test costs less than the compare it skips (the re-arm's
-                // registers, +0.09 M without it).
-                if !self.polling
-                    && self.runs.len() + self.doubtful.len() < self.slots_per_worker as usize
-                {
-                    next = next.min(self.next_poll_at());
-                }
+            // lease deadline `poll_timeout_computed` considers then. The
+            // next heartbeat is `NEVER` while one is in flight.
+            let mut next = self
+                .out
+                .earliest_or_never()
+                .min(self.fence_at)
+                .min(self.next_heartbeat_at());
+            // Worker mode holds no leases and creates none (both only
+            // follow `create_task_lease`): the busy slots are the runs and
+            // the claims.
+            debug_assert!(self.leases.len() == 0 && self.lease_creates.len() == 0);
+            // `NEVER` while a poll is in flight, but tested: here the test
+            // costs less than the compare it skips (the re-arm's
+            // registers, +0.09 M without it).
+            if !self.polling
+                && self.runs.len() + self.doubtful.len() < self.slots_per_worker as usize
+            {
+                next = next.min(self.next_poll_at());
             }
-            if self.retrying > 0 {
-                for run in self.runs.values() {
-                    if let Wait::RetryEffectAt(t) | Wait::RetryProgressAt(t) = run.wait {
-                        next = next.min(t);
-                    }
-                }
-            }
-            // The early exit (nothing is due before zero) keeps LLVM from
-            // unrolling the walk behind a trip-count division, as in
-            // `outbox::earliest_of`: claims in doubt are one or two.
-            for doubt in self.doubtful.values() {
-                if let Some(t) = doubt.recheck_at {
-                    next = next.min(t);
-                    if next == Instant::ZERO {
-                        break;
-                    }
-                }
-            }
-        }
+            self.retry_and_recheck_wakeup(next)
+        } else if self.phase == Phase::Stopped {
+            return None;
+        } else {
+            self.unplain_wakeup()
+        };
         if next == NEVER {
             return self.poll_timeout_at_end_of_time();
         }
         debug_assert_eq!(Some(next), self.poll_timeout_computed());
         Some(next)
+    }
+
+    /// `poll_timeout`'s candidates while registering or in task mode,
+    /// `NEVER` for none. Out of line, so the common (`plain`) path keeps
+    /// its registers.
+    #[inline(never)]
+    fn unplain_wakeup(&self) -> Instant {
+        debug_assert_ne!(self.phase, Phase::Stopped);
+        let mut next = self.out.earliest_or_never();
+        if self.phase == Phase::Registering {
+            if let Some(t) = self.retry_register_at {
+                next = next.min(t);
+            }
+            return next;
+        }
+        debug_assert!(self.task_mode(), "else `plain`");
+        next = next.min(self.fence_at);
+        next = self.task_mode_wakeup(next);
+        self.retry_and_recheck_wakeup(next)
+    }
+
+    /// `next` or the earliest due retry of a run or recheck of a claim in
+    /// doubt, if earlier.
+    #[inline(always)]
+    fn retry_and_recheck_wakeup(&self, mut next: Instant) -> Instant {
+        if self.retrying > 0 {
+            for run in self.runs.values() {
+                if let Wait::RetryEffectAt(t) | Wait::RetryProgressAt(t) = run.wait {
+                    next = next.min(t);
+                }
+            }
+        }
+        // The early exit (nothing is due before zero) keeps LLVM from
+        // unrolling the walk behind a trip-count division, as in
+        // `outbox::earliest_of`: claims in doubt are one or two.
+        for doubt in self.doubtful.values() {
+            if let Some(t) = doubt.recheck_at {
+                next = next.min(t);
+                if next == Instant::ZERO {
+                    break;
+                }
+            }
+        }
+        next
     }
 
     /// `poll_timeout`'s task-mode candidates (lease renewals and fences, the
@@ -530,7 +577,7 @@ impl Worker {
     pub fn handle_input(&mut self, time: LocalTime, input: &LeaseInput) {
         self.wall_ms = time.wall_ms;
         let now = time.mono;
-        if self.phase == Phase::Stopped {
+        if !self.plain() && self.phase == Phase::Stopped {
             return;
         }
         // Self-fencing comes first: a reply that arrives after the lease may
@@ -547,9 +594,8 @@ impl Worker {
             self.stop(FenceCause::LeaseExpired);
             return;
         }
-        // The mode first: in worker mode one test, not two (the phase, in a
-        // register already, was tested first when both were here).
-        if self.task_mode() {
+        // `plain` first: active in worker mode, one test, not two.
+        if !self.plain() && self.task_mode() {
             self.fence_expired_task_leases_if_active(now);
         }
         // By frequency (friday-rush: 57 % store replies, 26 % timeouts, 16 %
@@ -624,7 +670,7 @@ impl Worker {
         self.leases.clear();
         self.releasing.clear();
         self.out.clear_pending();
-        self.phase = Phase::Stopped;
+        self.set_phase(Phase::Stopped);
         self.out.exit();
     }
 
@@ -648,13 +694,16 @@ impl Worker {
                 return;
             }
         }
-        if self.phase == Phase::Registering {
-            if self.retry_register_at.is_some_and(|t| now >= t) {
-                self.register(now);
+        // `plain` first: active in worker mode, one test where the phase
+        // and the mode were two.
+        if !self.plain() {
+            if self.phase == Phase::Registering {
+                if self.retry_register_at.is_some_and(|t| now >= t) {
+                    self.register(now);
+                }
+                return;
             }
-            return;
-        }
-        if self.task_mode() {
+            debug_assert!(self.task_mode(), "else `plain`");
             self.renew_task_leases(now);
         } else if now >= self.next_heartbeat_at() {
             // No clock reads the end of time: none is in flight.
@@ -930,7 +979,7 @@ impl Worker {
                 return;
             }
         };
-        self.phase = Phase::Active;
+        self.set_phase(Phase::Active);
         self.renewed(landed_after, *version, 0);
         self.next_poll_at = now;
         self.out.event(LeaseEvent::Registered { owner: self.me });
@@ -1371,7 +1420,7 @@ impl Worker {
     /// Remove a run, keeping `retrying` in step.
     fn remove_run(&mut self, task: TaskId) -> Option<Run> {
         let run = self.runs.remove(&task)?;
-        self.retrying -= run.wait.is_retry() as u32;
+        self.retrying -= run.wait.is_retry() as u16;
         Some(run)
     }
 
@@ -1382,7 +1431,7 @@ impl Worker {
     fn remove_run_at(&mut self, task: TaskId, at: usize) {
         let wait = run_at(&mut self.runs, task, at).wait;
         self.runs.remove_at(at);
-        self.retrying -= wait.is_retry() as u32;
+        self.retrying -= wait.is_retry() as u16;
     }
 
     /// The place in `runs` of the run a reply is for, if it is still
@@ -1533,7 +1582,7 @@ fn effect_for(
     cfg: &ProtocolConfig,
     variant: Variant,
     effect_timeout_us: u64,
-    retrying: &mut u32,
+    retrying: &mut u16,
     now: Instant,
     task: TaskId,
     run: &mut Run,
@@ -1561,7 +1610,7 @@ fn effect_for(
 }
 
 /// Set a run's wait, keeping the count of runs waiting to retry in step.
-fn set_wait(retrying: &mut u32, run: &mut Run, wait: Wait) {
-    *retrying = *retrying - run.wait.is_retry() as u32 + wait.is_retry() as u32;
+fn set_wait(retrying: &mut u16, run: &mut Run, wait: Wait) {
+    *retrying = *retrying - run.wait.is_retry() as u16 + wait.is_retry() as u16;
     run.wait = wait;
 }

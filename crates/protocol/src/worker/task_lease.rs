@@ -46,7 +46,7 @@ impl Worker {
     /// Task mode has no member document: the worker is active at once.
     pub(super) fn activate_without_member(&mut self, now: Instant) {
         debug_assert!(self.task_mode());
-        self.phase = Phase::Active;
+        self.set_phase(Phase::Active);
         self.next_poll_at = now;
         self.out.event(LeaseEvent::Registered { owner: self.me });
     }
