@@ -1481,6 +1481,9 @@ impl Worker {
     /// its outputs are queued (an output touches only the outbox), where
     /// `begin_step` and `send_effect` checked it again after each output
     /// (the compiler cannot tell the outbox's vectors from the runs').
+    /// Always inlined into its two callers (an effect's and a progress
+    /// write's reply): as a call it was a frame per step.
+    #[inline(always)]
     fn next_step(&mut self, now: Instant, task: TaskId, at: usize) {
         let variant = self.variant();
         let run = run_at(&mut self.runs, task, at);
