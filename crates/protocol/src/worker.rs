@@ -577,26 +577,20 @@ impl Worker {
     pub fn handle_input(&mut self, time: LocalTime, input: &LeaseInput) {
         self.wall_ms = time.wall_ms;
         let now = time.mono;
-        if !self.plain() && self.phase == Phase::Stopped {
-            return;
-        }
-        // Self-fencing comes first: a reply that arrives after the lease may
-        // have lapsed must not trigger one more effect or write.
-        debug_assert_eq!(
-            now >= self.fence_at,
-            self.phase == Phase::Active
-                && self.variant() != Variant::NoSelfFencing
-                && self
-                    .lease_deadline()
-                    .is_some_and(|deadline| now >= deadline)
-        );
-        if now >= self.fence_at {
-            self.stop(FenceCause::LeaseExpired);
-            return;
-        }
-        // `plain` first: active in worker mode, one test, not two.
-        if !self.plain() && self.task_mode() {
-            self.fence_expired_task_leases_if_active(now);
+        // `plain` first: active in worker mode, one test, not two. The
+        // other phases and modes decide out of line.
+        if !self.plain() {
+            if self.unplain_fences(now) {
+                return;
+            }
+        } else {
+            // Self-fencing comes first: a reply that arrives after the lease
+            // may have lapsed must not trigger one more effect or write.
+            self.debug_assert_fence_at(now);
+            if now >= self.fence_at {
+                self.stop(FenceCause::LeaseExpired);
+                return;
+            }
         }
         // By frequency (friday-rush: 57 % store replies, 26 % timeouts, 16 %
         // effect replies), tested in turn: a `match` decoded the niche in
@@ -617,12 +611,36 @@ impl Worker {
         }
     }
 
-    /// Task mode, on every input: `fence_expired_task_leases` once active.
+    /// `fence_at` is reached exactly when an active, self-fencing worker's
+    /// lease deadline is.
+    fn debug_assert_fence_at(&self, now: Instant) {
+        debug_assert_eq!(
+            now >= self.fence_at,
+            self.phase == Phase::Active
+                && self.variant() != Variant::NoSelfFencing
+                && self
+                    .lease_deadline()
+                    .is_some_and(|deadline| now >= deadline)
+        );
+    }
+
+    /// `handle_input`'s start unless `plain`: whether the input is ignored
+    /// (stopped, or fenced now). Self-fencing first, then in task mode the
+    /// leases that may have lapsed.
     #[inline(never)]
-    fn fence_expired_task_leases_if_active(&mut self, now: Instant) {
-        if self.phase == Phase::Active {
+    fn unplain_fences(&mut self, now: Instant) -> bool {
+        if self.phase == Phase::Stopped {
+            return true;
+        }
+        self.debug_assert_fence_at(now);
+        if now >= self.fence_at {
+            self.stop(FenceCause::LeaseExpired);
+            return true;
+        }
+        if self.task_mode() && self.phase == Phase::Active {
             self.fence_expired_task_leases(now);
         }
+        false
     }
 
     fn member_doc(&self, _now: Instant, beats: u64, status: MemberStatus) -> DocValue {
