@@ -14,8 +14,8 @@ use leasehold_protocol::{
     DocKey, DocValue, LeaseEvent, Owner, Reclaimer, TaskDoc, TaskId, Variant, Worker, task_write,
 };
 use leasehold_sim::{
-    Actor, Concern, FaultPlan, FaultSource, NetworkSpec, NodeSpec, Observer, Record, RecordKind,
-    RngStreams, RunLimits, RunStats, SimConfig, Simulation, StopReason, TimedFault,
+    Actor, Concern, FaultPlan, FaultSource, NetworkSpec, NodeId, NodeSpec, Observer, Record,
+    RecordKind, RngStreams, RunLimits, RunStats, SimConfig, Simulation, StopReason, TimedFault,
 };
 use rand::RngExt;
 use serde::Serialize;
@@ -100,6 +100,36 @@ impl RunOutcome {
     }
 }
 
+/// An [`Actor`] as two numbers, for a call out of line: the enum itself
+/// (twelve bytes) is passed by reference, stored to the caller's stack and
+/// read back, and an actor is handed over with every store record. Low word
+/// of the first: 0 for a node (its id in the high word), 1 for the workload;
+/// the second, a node's incarnation.
+#[derive(Clone, Copy)]
+struct ActorArg(u64, u32);
+
+impl ActorArg {
+    #[inline(always)]
+    fn new(actor: Actor) -> ActorArg {
+        match actor {
+            Actor::Node { node, incarnation } => ActorArg(u64::from(node.0) << 32, incarnation),
+            Actor::External => ActorArg(1, 0),
+        }
+    }
+
+    #[inline(always)]
+    fn actor(self) -> Actor {
+        if self.0 & 1 == 0 {
+            Actor::Node {
+                node: NodeId((self.0 >> 32) as u32),
+                incarnation: self.1,
+            }
+        } else {
+            Actor::External
+        }
+    }
+}
+
 struct RunObserver<'a, 'b> {
     checker: LeaseChecker,
     load: StoreLoadCounter<'a>,
@@ -124,11 +154,12 @@ impl RunObserver<'_, '_> {
     fn store(
         &mut self,
         time_us: u64,
-        actor: Actor,
+        actor: ActorArg,
         op: &StoreRequest<DocKey, DocValue>,
         reply: &StoreReply<DocKey, DocValue>,
         before: Option<&Document<DocKey, DocValue>>,
     ) {
+        let actor = actor.actor();
         match task_write(op) {
             // A task document written, the commonest record here: both
             // parts read the same fields, taken apart once.
@@ -175,7 +206,7 @@ impl RunObserver<'_, '_> {
         else {
             unreachable!("a store record")
         };
-        self.store(record.time_us, actor, op, reply, before);
+        self.store(record.time_us, ActorArg::new(actor), op, reply, before);
         self.extra(record);
     }
 
@@ -298,7 +329,7 @@ impl Observer<DocKey, DocValue, LeaseEvent> for RunObserver<'_, '_> {
                     );
                     self.load.index_scan(start);
                 } else {
-                    self.store(time_us, actor, op, reply, before);
+                    self.store(time_us, ActorArg::new(actor), op, reply, before);
                 }
             }
             RecordKind::Store { .. } => self.store_and_extra(&record(kind)),
