@@ -160,9 +160,22 @@ impl RunObserver<'_, '_> {
         before: Option<&Document<DocKey, DocValue>>,
     ) {
         let actor = actor.actor();
-        match task_write(op) {
-            // A task document written, the commonest record here: both
-            // parts read the same fields, taken apart once.
+        // A put of a task document, the commonest record here, is tested
+        // first: one compare of the request's tag, before the match that
+        // decodes it for the other kinds.
+        let write = if let StoreRequest::PutIfVersion {
+            key: DocKey::Task { task },
+            value: DocValue::Task(new),
+            ..
+        } = op
+        {
+            Some((*task, new))
+        } else {
+            task_write(op)
+        };
+        match write {
+            // A task document written: both parts read the same fields,
+            // taken apart once.
             Some((task, new)) => {
                 let before = before.and_then(|d| d.value.as_task());
                 self.load.task_write(actor, new, before);
