@@ -100,32 +100,38 @@ impl RunOutcome {
     }
 }
 
-/// An [`Actor`] as two numbers, for a call out of line: the enum itself
+/// An [`Actor`] as one number, for a call out of line: the enum itself
 /// (twelve bytes) is passed by reference, stored to the caller's stack and
-/// read back, and an actor is handed over with every store record. Low word
-/// of the first: 0 for a node (its id in the high word), 1 for the workload;
-/// the second, a node's incarnation.
+/// read back, and an actor is handed over with every store record. A node's
+/// id in the low half, its incarnation in the high; all ones for the
+/// workload (no node's id is `u32::MAX`: ids index the simulator's nodes).
+/// One number, not two: with two, `store`'s last argument went on the stack.
 #[derive(Clone, Copy)]
-struct ActorArg(u64, u32);
+struct ActorArg(u64);
 
 impl ActorArg {
+    const EXTERNAL: u64 = u64::MAX;
+
     #[inline(always)]
     fn new(actor: Actor) -> ActorArg {
         match actor {
-            Actor::Node { node, incarnation } => ActorArg(u64::from(node.0) << 32, incarnation),
-            Actor::External => ActorArg(1, 0),
+            Actor::Node { node, incarnation } => {
+                debug_assert!(node.0 != u32::MAX, "a node id no actor may have");
+                ActorArg(u64::from(node.0) | u64::from(incarnation) << 32)
+            }
+            Actor::External => ActorArg(Self::EXTERNAL),
         }
     }
 
     #[inline(always)]
     fn actor(self) -> Actor {
-        if self.0 & 1 == 0 {
-            Actor::Node {
-                node: NodeId((self.0 >> 32) as u32),
-                incarnation: self.1,
-            }
-        } else {
+        if self.0 == Self::EXTERNAL {
             Actor::External
+        } else {
+            Actor::Node {
+                node: NodeId(self.0 as u32),
+                incarnation: (self.0 >> 32) as u32,
+            }
         }
     }
 }
