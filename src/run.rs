@@ -102,10 +102,11 @@ impl RunOutcome {
 
 /// An [`Actor`] as one number, for a call out of line: the enum itself
 /// (twelve bytes) is passed by reference, stored to the caller's stack and
-/// read back, and an actor is handed over with every store record. A node's
-/// id in the low half, its incarnation in the high; all ones for the
-/// workload (no node's id is `u32::MAX`: ids index the simulator's nodes).
-/// One number, not two: with two, `store`'s last argument went on the stack.
+/// read back, and an actor is handed over with every store record and
+/// effect line. A node's id in the low half, its incarnation in the high;
+/// all ones for the workload (no node's id is `u32::MAX`: ids index the
+/// simulator's nodes). One number, not two: with two, `store`'s last
+/// argument went on the stack, and `effect` gained nothing.
 #[derive(Clone, Copy)]
 struct ActorArg(u64);
 
@@ -235,13 +236,13 @@ impl RunObserver<'_, '_> {
     fn effect(
         &mut self,
         time_us: u64,
-        actor: Actor,
+        actor: ActorArg,
         call: EffectRequest,
         outcome: EffectReply,
         decided_us: u64,
     ) {
         self.checker
-            .effect(time_us, actor, call, outcome, decided_us);
+            .effect(time_us, actor.actor(), call, outcome, decided_us);
     }
 
     /// An effect ledger line with an extra observer, which is handed it
@@ -258,7 +259,13 @@ impl RunObserver<'_, '_> {
         else {
             unreachable!("an effect record")
         };
-        self.effect(record.time_us, actor, call, outcome, decided_us);
+        self.effect(
+            record.time_us,
+            ActorArg::new(actor),
+            call,
+            outcome,
+            decided_us,
+        );
         self.extra(record);
     }
 
@@ -358,7 +365,9 @@ impl Observer<DocKey, DocValue, LeaseEvent> for RunObserver<'_, '_> {
                 outcome,
                 decided_us,
                 ..
-            } if self.extra.is_none() => self.effect(time_us, actor, call, outcome, decided_us),
+            } if self.extra.is_none() => {
+                self.effect(time_us, ActorArg::new(actor), call, outcome, decided_us)
+            }
             RecordKind::Effect { .. } => self.effect_and_extra(&record(kind)),
             RecordKind::Fault(_) | RecordKind::HealPhase => self.other(&record(kind)),
             ref kind => {
