@@ -442,51 +442,56 @@ impl Appender<'_> {
         // request's derived discriminant as a constant (in declaration
         // order; one byte, see `write_isize`), then the request's fields
         // after it, as derived. (A discriminant found by a match of its
-        // own decoded the request's tag twice.)
-        match op {
-            StoreRequest::Get { key } => {
-                self.put_store_head(time_us, actor, request, 0);
-                key.hash(self);
-            }
-            StoreRequest::CreateIfAbsent { key, value, index } => {
-                self.put_store_head(time_us, actor, request, 1);
-                key.hash(self);
-                value.hash(self);
-                self.put_option(index);
-            }
-            StoreRequest::PutIfVersion {
-                key,
-                expected,
-                value,
-                index,
-            } => {
-                self.put_store_head(time_us, actor, request, 2);
-                key.hash(self);
-                self.put(expected.to_le_bytes());
-                value.hash(self);
-                self.put_option(index);
-            }
-            StoreRequest::PutUnconditional { key, value, index } => {
-                self.put_store_head(time_us, actor, request, 3);
-                key.hash(self);
-                value.hash(self);
-                self.put_option(index);
-            }
-            StoreRequest::DeleteIfVersion { key, expected } => {
-                self.put_store_head(time_us, actor, request, 4);
-                key.hash(self);
-                self.put(expected.to_le_bytes());
-            }
-            StoreRequest::Scan { start, end, limit } => {
-                self.put_store_head(time_us, actor, request, 5);
-                if self.put_scan(start, end, *limit, reply, before) {
-                    return;
+        // own decoded the request's tag twice.) A put, the commonest write,
+        // is tested first: one compare of the tag, before the match that
+        // decodes it for the other kinds.
+        if let StoreRequest::PutIfVersion {
+            key,
+            expected,
+            value,
+            index,
+        } = op
+        {
+            self.put_store_head(time_us, actor, request, 2);
+            key.hash(self);
+            self.put(expected.to_le_bytes());
+            value.hash(self);
+            self.put_option(index);
+        } else {
+            match op {
+                StoreRequest::Get { key } => {
+                    self.put_store_head(time_us, actor, request, 0);
+                    key.hash(self);
                 }
-            }
-            StoreRequest::ScanIndex { start, end, limit } => {
-                self.put_store_head(time_us, actor, request, 6);
-                if self.put_scan(start, end, *limit, reply, before) {
-                    return;
+                StoreRequest::CreateIfAbsent { key, value, index } => {
+                    self.put_store_head(time_us, actor, request, 1);
+                    key.hash(self);
+                    value.hash(self);
+                    self.put_option(index);
+                }
+                StoreRequest::PutIfVersion { .. } => unreachable!("a put is hashed above"),
+                StoreRequest::ScanIndex { start, end, limit } => {
+                    self.put_store_head(time_us, actor, request, 6);
+                    if self.put_scan(start, end, *limit, reply, before) {
+                        return;
+                    }
+                }
+                StoreRequest::PutUnconditional { key, value, index } => {
+                    self.put_store_head(time_us, actor, request, 3);
+                    key.hash(self);
+                    value.hash(self);
+                    self.put_option(index);
+                }
+                StoreRequest::DeleteIfVersion { key, expected } => {
+                    self.put_store_head(time_us, actor, request, 4);
+                    key.hash(self);
+                    self.put(expected.to_le_bytes());
+                }
+                StoreRequest::Scan { start, end, limit } => {
+                    self.put_store_head(time_us, actor, request, 5);
+                    if self.put_scan(start, end, *limit, reply, before) {
+                        return;
+                    }
                 }
             }
         }
