@@ -1776,7 +1776,12 @@ fn move_store_request<K, V, E>(
     let Output::Store { op, .. } = std::mem::replace(output, Output::Exit) else {
         unreachable!("matched a store request")
     };
-    *cell = Some(Event::ToStore { env, op });
+    // The cell is empty (the queue hands out free cells only), so no drop
+    // glue is run for what it held: an assignment tested the old value and
+    // kept a call to the glue beside every send.
+    let old = cell.replace(Event::ToStore { env, op });
+    debug_assert!(old.is_none(), "a pushed event's cell is empty");
+    std::mem::forget(old);
 }
 
 /// What a step handles, for faults placed by time (`FaultSource::Timed`).
