@@ -1553,10 +1553,15 @@ impl<N: Node> Simulation<N> {
                 // input's fields are not loaded ahead of the push for a
                 // landing pad (three loads a reply).
                 let input = ManuallyDrop::new(input);
-                self.queue.push_with(at, || Event::ToNode {
-                    node,
-                    incarnation,
-                    input: ManuallyDrop::into_inner(input),
+                self.queue.push_in_place(at, |cell| {
+                    fill_empty(
+                        cell,
+                        Event::ToNode {
+                            node,
+                            incarnation,
+                            input: ManuallyDrop::into_inner(input),
+                        },
+                    )
                 })
             }
         }
@@ -1776,10 +1781,15 @@ fn move_store_request<K, V, E>(
     let Output::Store { op, .. } = std::mem::replace(output, Output::Exit) else {
         unreachable!("matched a store request")
     };
-    // The cell is empty (the queue hands out free cells only), so no drop
-    // glue is run for what it held: an assignment tested the old value and
-    // kept a call to the glue beside every send.
-    let old = cell.replace(Event::ToStore { env, op });
+    fill_empty(cell, Event::ToStore { env, op });
+}
+
+/// Write `event` into its slab `cell`, empty (the queue hands out free
+/// cells only), with no drop glue for what it held: an assignment tests the
+/// old value and keeps a call to the glue beside the write.
+#[inline(always)]
+fn fill_empty<K, V>(cell: &mut Option<Event<K, V>>, event: Event<K, V>) {
+    let old = cell.replace(event);
     debug_assert!(old.is_none(), "a pushed event's cell is empty");
     std::mem::forget(old);
 }
