@@ -735,30 +735,34 @@ impl<N: Node> Simulation<N> {
             // workload's next arrival may be pushed before they are read.
             return self.store_arrive(slot, observer);
         }
-        if !matches!(
-            self.queue.popped(&slot),
-            Event::ToNode { .. } | Event::ToService { .. }
-        ) {
-            return self.dispatch_rare(slot, out, observer);
-        }
-        match self.queue.take(slot) {
-            Event::ToNode {
+        // Each kind taken out under its own test, known before the take:
+        // one compare after it, where a `match` on the taken event worked
+        // its kind out again.
+        if let Event::ToNode { .. } = self.queue.popped(&slot) {
+            let Event::ToNode {
                 node,
                 incarnation,
                 input,
-            } => {
-                let slot = &self.slots[node.index()];
-                if slot.incarnation != incarnation
-                    || slot.node.is_none()
-                    || slot.paused_until_us.is_some()
-                {
-                    return self.defer_or_drop(node, incarnation, input, observer);
-                }
-                self.step(node, input, out, observer);
+            } = self.queue.take(slot)
+            else {
+                unreachable!("a message to a node's slot")
+            };
+            let slot = &self.slots[node.index()];
+            if slot.incarnation != incarnation
+                || slot.node.is_none()
+                || slot.paused_until_us.is_some()
+            {
+                return self.defer_or_drop(node, incarnation, input, observer);
             }
-            Event::ToService { env, call } => self.service_arrive(env, call, observer),
-            _ => unreachable!("the other events are dispatched above"),
+            return self.step(node, input, out, observer);
         }
+        if !matches!(self.queue.popped(&slot), Event::ToService { .. }) {
+            return self.dispatch_rare(slot, out, observer);
+        }
+        let Event::ToService { env, call } = self.queue.take(slot) else {
+            unreachable!("a call to a service's slot")
+        };
+        self.service_arrive(env, call, observer)
     }
 
     /// A reply for a node that is gone (a later incarnation, or down) or
