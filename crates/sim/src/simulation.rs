@@ -629,44 +629,38 @@ impl<N: Node> Simulation<N> {
             // empty, after every real key), one compare, no `Option`s.
             let next_event = self.queue.first_order();
             let next_timer = self.timers.first_order();
-            let timer_first = next_timer < next_event;
-            // A timer first is a real one; else the event decides, and
-            // is empty only when both are.
-            if !timer_first && order_is_empty(next_event) {
-                break StopReason::Quiescent;
-            }
-            // At least one is real, so the two sequence numbers differ
-            // (an empty queue's is `MAX_SEQ`, no key's). Not `assert_ne!`:
-            // its operands, kept for its message, were stored to the stack
-            // before every compare.
-            assert!(
-                order_seq(next_event) != order_seq(next_timer),
-                "sequence numbers are unique"
-            );
-            let next_us = order_time_us(if timer_first { next_timer } else { next_event });
-            if next_us > limits.max_sim_time_us {
-                self.now_us = limits.max_sim_time_us;
-                break StopReason::TimeLimit;
-            }
-            if observer.should_stop(next_us) {
-                break StopReason::Observer;
-            }
-            if self.events >= limits.max_events {
-                break StopReason::EventLimit;
-            }
-            let queued = self.queue.len() + self.timers.len();
-            // A new deepest queue is rare: a branch, not a store every event.
-            if queued > self.max_queue_len {
-                self.max_queue_len = queued;
-            }
-            self.queue_len_total += queued as u64;
-            self.events += 1;
-            if timer_first {
+            // The two cases apart from here, each with its own copy of the
+            // checks below (`admit`): one branch on which comes first, where
+            // a flag was tested three times.
+            if next_timer < next_event {
+                // A timer first is a real one, so the two sequence numbers
+                // differ (an empty queue's is `MAX_SEQ`, no key's). Not
+                // `assert_ne!`: its operands, kept for its message, were
+                // stored to the stack before every compare.
+                assert!(
+                    order_seq(next_event) != order_seq(next_timer),
+                    "sequence numbers are unique"
+                );
+                let next_us = order_time_us(next_timer);
+                if let Some(stop) = self.admit(next_us, &limits, observer) {
+                    break stop;
+                }
                 // The timer stays armed while it fires (see `fire_timer`).
                 assert!(next_us >= self.now_us, "time went backwards");
                 self.now_us = next_us;
                 self.fire_timer(NodeId(order_slot(next_timer)), &mut out, observer);
                 continue;
+            }
+            // Else the event decides, and is empty only when both are.
+            if order_is_empty(next_event) {
+                break StopReason::Quiescent;
+            }
+            assert!(
+                order_seq(next_event) != order_seq(next_timer),
+                "sequence numbers are unique"
+            );
+            if let Some(stop) = self.admit(order_time_us(next_event), &limits, observer) {
+                break stop;
             }
             let (time_us, slot) = self.queue.pop_slot().expect("peeked");
             assert!(time_us >= self.now_us, "time went backwards");
@@ -699,6 +693,36 @@ impl<N: Node> Simulation<N> {
             },
             plan: std::mem::take(&mut self.plan),
         }
+    }
+
+    /// Whether the run stops before the next event or timer, due at
+    /// `next_us` (then why), else the event counted. Inlined into both of
+    /// the run loop's cases.
+    #[inline(always)]
+    fn admit<O: Observer<N::Key, N::Value, N::Event>>(
+        &mut self,
+        next_us: u64,
+        limits: &RunLimits,
+        observer: &mut O,
+    ) -> Option<StopReason> {
+        if next_us > limits.max_sim_time_us {
+            self.now_us = limits.max_sim_time_us;
+            return Some(StopReason::TimeLimit);
+        }
+        if observer.should_stop(next_us) {
+            return Some(StopReason::Observer);
+        }
+        if self.events >= limits.max_events {
+            return Some(StopReason::EventLimit);
+        }
+        let queued = self.queue.len() + self.timers.len();
+        // A new deepest queue is rare: a branch, not a store every event.
+        if queued > self.max_queue_len {
+            self.max_queue_len = queued;
+        }
+        self.queue_len_total += queued as u64;
+        self.events += 1;
+        None
     }
 
     fn fault<O: Observer<N::Key, N::Value, N::Event>>(&mut self, fault: Fault, observer: &mut O) {
