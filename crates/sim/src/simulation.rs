@@ -1087,53 +1087,76 @@ impl<N: Node> Simulation<N> {
             .as_mut()
             .expect("stepping a live node")
             .step(local, &input, out);
-        // The count as a `u32` only where a fault needs it: with no fault,
-        // the outputs to send are the whole buffer, provably within it.
-        let of = out.len();
+        if let Some(cut @ (StepFault::CrashBetweenOutputs { .. } | StepFault::Pause { .. })) = fault
+        {
+            return self.step_cut_short(node, incarnation, node_step, cut, out, observer);
+        }
+        // No fault between outputs (nearly every step): every output sent,
+        // then straight to the step's end. Each is sent from its place (a
+        // request moved out, an `Exit` left behind): cheaper than a `Drain`
+        // and its tail bookkeeping, and than a copy of each output on the
+        // stack.
+        let mut exit = false;
+        for place in out.iter_mut() {
+            if self.send(node, incarnation, place, now_us, observer) {
+                exit = true;
+                break;
+            }
+        }
+        out.clear();
+        if exit {
+            self.exit(node, incarnation, observer);
+        } else {
+            self.rearm_timer(node);
+        }
+    }
+
+    /// A step whose outputs a fault cuts short (a crash between them, or a
+    /// pause after some of them): the outputs before the cut sent, then
+    /// the fault. A step in a few hundred, so out of line and cold, away
+    /// from the hot step's sends (which then keep no count of the outputs
+    /// to leave and test no fault after them).
+    #[cold]
+    #[inline(never)]
+    fn step_cut_short<O: Observer<N::Key, N::Value, N::Event>>(
+        &mut self,
+        node: NodeId,
+        incarnation: u32,
+        node_step: u64,
+        fault: StepFault,
+        out: &mut Outputs<N>,
+        observer: &mut O,
+    ) {
+        let now_us = self.now_us;
+        let of = out.len() as u32;
         let (leave, after) = match fault {
-            Some(StepFault::CrashBetweenOutputs {
+            StepFault::CrashBetweenOutputs {
                 emitted,
                 restart_after_us,
-            }) => {
-                let of = of as u32;
+            } => {
                 let emitted = emitted
                     .unwrap_or_else(|| self.faults.outputs_before(node, of, false))
                     .min(of);
-                (emitted as usize, Some(Err((emitted, restart_after_us))))
+                (emitted as usize, Err((emitted, restart_after_us)))
             }
-            Some(StepFault::Pause {
+            StepFault::Pause {
                 after_outputs,
                 duration_us,
-            }) => {
-                let of = of as u32;
+            } => {
                 let k = after_outputs
                     .unwrap_or_else(|| self.faults.outputs_before(node, of, true))
                     .min(of);
-                (k as usize, Some(Ok((k, duration_us))))
+                (k as usize, Ok((k, duration_us)))
             }
-            _ => (of, None),
+            other => unreachable!("not a fault between outputs: {other:?}"),
         };
         let mut exit = false;
-        // Each output is sent from its place (a request moved out, an
-        // `Exit` left behind): cheaper than a `Drain` and its tail
-        // bookkeeping, and than a copy of each output on the stack.
         for place in &mut out[..leave] {
             if self.send(node, incarnation, place, now_us, observer) {
                 exit = true;
                 break;
             }
         }
-        let Some(after) = after else {
-            // No fault between outputs (nearly every step): straight to the
-            // step's end, without the leftover outputs' bookkeeping.
-            out.clear();
-            if exit {
-                self.exit(node, incarnation, observer);
-            } else {
-                self.rearm_timer(node);
-            }
-            return;
-        };
         self.step_fault_end(
             node,
             incarnation,
