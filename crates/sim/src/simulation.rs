@@ -1663,20 +1663,22 @@ impl<N: Node> Simulation<N> {
         let request = env.request;
         // Answered in place: each kind of request writes its reply into the
         // input the reply event carries (`Start`, nothing to drop, until
-        // then).
-        let mut input = Input::Start;
+        // then: held in `ManuallyDrop`, so that the writes test no old input
+        // for a drop).
+        let mut input = ManuallyDrop::new(Input::Start);
         let before = if refused {
             self.store.count_unavailable();
-            input = Input::StoreReply {
+            input = ManuallyDrop::new(Input::StoreReply {
                 request,
                 reply: StoreReply::Unavailable,
-            };
+            });
             None
         } else {
-            self.store
-                .answer(op, |reply| input = Input::StoreReply { request, reply })
+            self.store.answer(op, |reply| {
+                input = ManuallyDrop::new(Input::StoreReply { request, reply })
+            })
         };
-        let Input::StoreReply { reply, .. } = &input else {
+        let Input::StoreReply { reply, .. } = &*input else {
             unreachable!("a store request is answered");
         };
         emit(
@@ -1692,6 +1694,7 @@ impl<N: Node> Simulation<N> {
             },
         );
         drop(self.queue.take(slot));
+        let input = ManuallyDrop::into_inner(input);
         self.reply_inline(env, Leg::FromStore, 0, input, observer);
     }
 
