@@ -1666,18 +1666,18 @@ impl<N: Node> Simulation<N> {
         // then: held in `ManuallyDrop`, so that the writes test no old input
         // for a drop).
         let mut input = ManuallyDrop::new(Input::Start);
-        let before = if refused {
+        let mut before = None;
+        if refused {
             self.store.count_unavailable();
             input = ManuallyDrop::new(Input::StoreReply {
                 request,
                 reply: StoreReply::Unavailable,
             });
-            None
         } else {
-            self.store.answer(op, |reply| {
+            self.store.answer(op, &mut before, |reply| {
                 input = ManuallyDrop::new(Input::StoreReply { request, reply })
-            })
-        };
+            });
+        }
         let Input::StoreReply { reply, .. } = &*input else {
             unreachable!("a store request is answered");
         };

@@ -495,28 +495,37 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
         request: &StoreRequest<K, V>,
     ) -> (StoreReply<K, V>, Option<Document<K, V>>) {
         let mut reply = None;
-        let before = self.answer(request, |r| reply = Some(r));
+        let mut before = None;
+        self.answer(request, &mut before, |r| reply = Some(r));
         (reply.expect("every request is answered"), before)
     }
 
     /// [`Self::apply`], the reply handed to `answer` where each kind of
     /// request makes it: the simulator writes it straight into the input it
     /// sends, instead of into a reply gathered from every kind's pieces and
-    /// then copied.
+    /// then copied. The document before a write goes into `before` (`None`
+    /// on entry, left so for reads): built there at once, where a returned
+    /// one was built aside and copied to the caller past the write.
     #[inline(always)]
     pub fn answer(
         &mut self,
         request: &StoreRequest<K, V>,
+        before: &mut Option<Document<K, V>>,
         answer: impl FnOnce(StoreReply<K, V>),
-    ) -> Option<Document<K, V>> {
+    ) {
+        debug_assert!(
+            before.is_none(),
+            "a document before from an earlier request"
+        );
         match request {
             StoreRequest::CreateIfAbsent { key, value, index } => {
                 self.stats.creates += 1;
                 let e = match self.docs.entry(key.clone()) {
                     hash_map::Entry::Occupied(e) => {
-                        let before = document(key, e.get());
-                        answer(self.conflict(Some(before.clone())));
-                        return Some(before);
+                        let doc = document(key, e.get());
+                        answer(self.conflict(Some(doc.clone())));
+                        *before = Some(doc);
+                        return;
                     }
                     hash_map::Entry::Vacant(e) => {
                         self.revision += 1;
@@ -526,7 +535,6 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                 let version = self.revision;
                 self.index.update(key, e, index.as_ref());
                 answer(StoreReply::Written { version });
-                None
             }
             StoreRequest::PutIfVersion {
                 key,
@@ -538,12 +546,12 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                 // One search: compare, and write in place if the version holds.
                 let Some(e) = self.docs.get_mut(key) else {
                     answer(self.conflict(None));
-                    return None;
+                    return;
                 };
-                let before = document(key, e);
+                let doc = before.insert(document(key, e));
                 if e.version != *expected {
-                    answer(self.conflict(Some(before.clone())));
-                    return Some(before);
+                    answer(self.conflict(Some(doc.clone())));
+                    return;
                 }
                 self.revision += 1;
                 let version = self.revision;
@@ -551,7 +559,6 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                 e.value = value.clone();
                 self.index.update(key, e, index.as_ref());
                 answer(StoreReply::Written { version });
-                Some(before)
             }
             StoreRequest::ScanIndex { start, end, limit } => {
                 self.stats.index_scans += 1;
@@ -576,9 +583,8 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                 };
                 self.stats.docs_returned_by_scans += docs.len() as u64;
                 answer(StoreReply::Scanned { docs, more });
-                None
             }
-            _ => self.answer_rare(request, answer),
+            _ => *before = self.answer_rare(request, answer),
         }
     }
 
