@@ -196,7 +196,11 @@ pub struct Worker {
     /// The wait after the next empty poll: doubles per empty poll from
     /// `poll_interval_ms` up to `idle_poll_max_ms`.
     idle_poll_ms: u64,
-    retry_register_at: Option<Instant>,
+    /// When to retry registering after a lost or refused attempt; the end
+    /// of time (`NEVER`) for none, not an `Option`: the tag's word made
+    /// room for `recheck_from`. No clock reads the end of time, and a
+    /// retry is never set there (`now`, or `now` plus the backoff).
+    retry_register_at: Instant,
     /// Send time of our first registration attempt, once `register_sent`:
     /// if a retry conflicts with an earlier attempt that landed, the lease
     /// counts from here.
@@ -211,6 +215,13 @@ pub struct Worker {
     /// room for `plain` within the reclaimer's size.
     retrying: u16,
     doubtful: SortedVecMap<TaskId, Doubt>,
+    /// No claim in doubt is due for a recheck before this: at or below
+    /// every `recheck_at` (lowered by `recheck_later`, raised only by
+    /// `recheck_doubts`), the end of time (`NEVER`) when none is set. A
+    /// lower bound, not the minimum (a removed doubt leaves it low), so
+    /// `on_time` walks the doubts only when one may be due: one compare
+    /// per input, where "any doubts at all" sent most walks home empty.
+    recheck_from: Instant,
     /// Task mode: lease creations on their way. Each holds a slot (see
     /// `busy_slots`): at most `slots_per_worker`.
     lease_creates: SortedVecMap<TaskId, task_lease::LeaseCreation>,
@@ -290,12 +301,13 @@ impl Worker {
             claim_retries: 0,
             last_poll_candidates: 0,
             idle_poll_ms: poll_interval_ms,
-            retry_register_at: None,
+            retry_register_at: NEVER,
             first_register_at: Instant::ZERO,
             register_sent: false,
             runs: SortedVecMap::new(),
             retrying: 0,
             doubtful: SortedVecMap::new(),
+            recheck_from: NEVER,
             lease_creates: SortedVecMap::new(),
             leases: SortedVecMap::new(),
             releasing: SortedVecSet::new(),
@@ -430,10 +442,7 @@ impl Worker {
         debug_assert_ne!(self.phase, Phase::Stopped);
         let mut next = self.out.earliest_or_never();
         if self.phase == Phase::Registering {
-            if let Some(t) = self.retry_register_at {
-                next = next.min(t);
-            }
-            return next;
+            return next.min(self.retry_register_at);
         }
         debug_assert!(self.task_mode(), "else `plain`");
         next = next.min(self.fence_at);
@@ -496,14 +505,14 @@ impl Worker {
         let mut next = self.out.earliest_deadline();
         let mut consider = |t: Instant| next = Some(next.map_or(t, |n: Instant| n.min(t)));
         if self.phase == Phase::Registering {
-            if let Some(t) = self.retry_register_at {
-                consider(t);
+            if self.retry_register_at != NEVER {
+                consider(self.retry_register_at);
             }
         } else {
             // A retry is due only while registering: `register` clears it
             // before every attempt, and only a lost or refused attempt (none
             // in flight then) sets it.
-            debug_assert!(self.retry_register_at.is_none());
+            debug_assert_eq!(self.retry_register_at, NEVER);
             // The lease deadline is `fence_at` whenever that is set (one test
             // for the variant and the `Option`); the rest is a deadline
             // saturated at the end of time, or none to fence by.
@@ -659,7 +668,7 @@ impl Worker {
             self.activate_without_member(now);
             return;
         }
-        self.retry_register_at = None;
+        self.retry_register_at = NEVER;
         if !self.register_sent {
             self.register_sent = true;
             self.first_register_at = now;
@@ -716,7 +725,8 @@ impl Worker {
         // and the mode were two.
         if !self.plain() {
             if self.phase == Phase::Registering {
-                if self.retry_register_at.is_some_and(|t| now >= t) {
+                // No clock reads the end of time: none is set.
+                if now >= self.retry_register_at {
                     self.register(now);
                 }
                 return;
@@ -730,9 +740,14 @@ impl Worker {
         // Claims in doubt first, then retries, each in task order. Neither
         // adds or removes entries. The rechecks out of line: claims are in
         // doubt on few inputs, and the walk kept a spill on every one.
-        if self.doubtful.len() > 0 {
+        if now >= self.recheck_from {
             self.recheck_doubts(now);
         }
+        debug_assert!(
+            self.doubtful
+                .values()
+                .all(|d| d.recheck_at.is_none_or(|t| now < t))
+        );
         // Retries are rare: look for a due one before walking by index.
         let due = |run: &Run| match run.wait {
             Wait::RetryEffectAt(t) | Wait::RetryProgressAt(t) => now >= t,
@@ -757,11 +772,18 @@ impl Worker {
     /// `on_time`'s rechecks of claims in doubt that are due, in task order:
     /// walking by index is safe (nothing is added or removed) and allocates
     /// nothing, unlike collecting the due ones first.
+    /// Recomputes `recheck_from`: the earliest recheck still set after.
     #[inline(never)]
     fn recheck_doubts(&mut self, now: Instant) {
+        let mut from = NEVER;
         for (task, doubt) in self.doubtful.iter_mut() {
-            if doubt.recheck_at.is_none_or(|t| now < t) {
-                continue;
+            match doubt.recheck_at {
+                Some(t) if now >= t => {}
+                Some(t) => {
+                    from = from.min(t);
+                    continue;
+                }
+                None => continue,
             }
             doubt.recheck_at = None;
             let task = *task;
@@ -774,6 +796,7 @@ impl Worker {
                 deadline,
             );
         }
+        self.recheck_from = from;
     }
 
     /// The requests whose deadlines have passed, given up in turn. Out of
@@ -851,7 +874,7 @@ impl Worker {
 
     fn on_timeout(&mut self, now: Instant, purpose: Purpose) {
         match purpose {
-            Purpose::Register { .. } => self.retry_register_at = Some(now),
+            Purpose::Register { .. } => self.retry_register_at = now,
             Purpose::Heartbeat { .. } => {
                 // Outcome unknown. Retry at once; if the lost write landed,
                 // the retry's conflict shows our own beat and we adopt it.
@@ -869,13 +892,13 @@ impl Worker {
                 // slow) claim must not strand a task we own while we live.
                 let doubt = self.doubtful.get_mut(&task).expect("claims are tracked");
                 doubt.in_doubt = true;
-                doubt.recheck_at = Some(now);
+                recheck_later(&mut self.recheck_from, doubt, now);
                 self.polling = false;
                 self.next_poll_at = now;
             }
             Purpose::ClaimCheck { task } => {
                 if let Some(doubt) = self.doubtful.get_mut(&task) {
-                    doubt.recheck_at = Some(now);
+                    recheck_later(&mut self.recheck_from, doubt, now);
                 }
             }
             Purpose::Effect { task, epoch, step } => {
@@ -926,14 +949,13 @@ impl Worker {
                     // This attempt was refused, but an earlier copy of the
                     // same claim (before a re-send) may still be on its way:
                     // stay in doubt until the task document says.
-                    self.doubtful.insert(
-                        task,
-                        Doubt {
-                            in_doubt: true,
-                            recheck_at: Some(now.plus_ms(self.cfg.retry_backoff_ms)),
-                            ..doubt
-                        },
-                    );
+                    let mut doubt = Doubt {
+                        in_doubt: true,
+                        ..doubt
+                    };
+                    let at = now.plus_ms(self.cfg.retry_backoff_ms);
+                    recheck_later(&mut self.recheck_from, &mut doubt, at);
+                    self.doubtful.insert(task, doubt);
                     self.polling = false;
                     self.next_poll_at = now;
                     return;
@@ -993,7 +1015,7 @@ impl Worker {
                 return;
             }
             _ => {
-                self.retry_register_at = Some(now.plus_ms(self.cfg.retry_backoff_ms));
+                self.retry_register_at = now.plus_ms(self.cfg.retry_backoff_ms);
                 return;
             }
         };
@@ -1126,8 +1148,9 @@ impl Worker {
         };
         assert!(doubt.in_doubt, "only claims in doubt are checked");
         let StoreReply::Got { doc } = reply else {
-            self.doubtful.get_mut(&task).expect("present").recheck_at =
-                Some(now.plus_ms(self.cfg.retry_backoff_ms));
+            let at = now.plus_ms(self.cfg.retry_backoff_ms);
+            let doubt = self.doubtful.get_mut(&task).expect("present");
+            recheck_later(&mut self.recheck_from, doubt, at);
             return;
         };
         let mine = doc.as_ref().and_then(|d| {
@@ -1628,6 +1651,12 @@ fn effect_for(
         now.plus_us(effect_timeout_us)
     };
     (call, purpose, deadline)
+}
+
+/// Set a doubt's recheck for `at`, keeping `recheck_from` at or below it.
+fn recheck_later(recheck_from: &mut Instant, doubt: &mut Doubt, at: Instant) {
+    doubt.recheck_at = Some(at);
+    *recheck_from = (*recheck_from).min(at);
 }
 
 /// Set a run's wait, keeping the count of runs waiting to retry in step.
