@@ -605,9 +605,11 @@ impl Worker {
         // effect replies), tested in turn: a `match` decoded the niche in
         // the reply's tag and took a jump table.
         if let Input::StoreReply { request, reply } = input {
-            if let Some(purpose) = self.out.take(*request) {
-                self.on_store_reply(now, purpose, reply);
-            }
+            // The `Option` matched with the purpose: one jump on its tag
+            // (`None` is one more value of it), where a test for `None`
+            // came first.
+            let purpose = self.out.take(*request);
+            self.on_store_reply(now, purpose, reply);
         } else if let Input::EffectReply { request, reply } = input {
             if let Some(Purpose::Effect { task, epoch, step }) = self.out.take(*request) {
                 self.on_effect_reply(now, task, epoch, step, *reply);
@@ -933,16 +935,17 @@ impl Worker {
     fn on_store_reply(
         &mut self,
         now: Instant,
-        purpose: Purpose,
+        purpose: Option<Purpose>,
         reply: &StoreReply<DocKey, DocValue>,
     ) {
         match purpose {
-            Purpose::Register { sent_at } => self.on_register_reply(now, sent_at, reply),
-            Purpose::Heartbeat { sent_at, beats } => {
+            None => {} // a reply for a request we gave up on
+            Some(Purpose::Register { sent_at }) => self.on_register_reply(now, sent_at, reply),
+            Some(Purpose::Heartbeat { sent_at, beats }) => {
                 self.on_heartbeat_reply(now, sent_at, beats, reply)
             }
-            Purpose::Poll => self.on_poll_reply(now, reply),
-            Purpose::Claim { task } => {
+            Some(Purpose::Poll) => self.on_poll_reply(now, reply),
+            Some(Purpose::Claim { task }) => {
                 let doubt = self.doubtful.remove(&task).expect("claims are tracked");
                 assert!(!doubt.in_doubt, "a claim in doubt has no pending request");
                 if let StoreReply::Unavailable = reply {
@@ -963,27 +966,29 @@ impl Worker {
                 self.on_claim_reply(now, task, doubt.claimed, reply);
                 self.settle_claim_lease(now, task);
             }
-            Purpose::ClaimCheck { task } => {
+            Some(Purpose::ClaimCheck { task }) => {
                 self.on_claim_check(now, task, reply);
                 if !self.doubtful.contains_key(&task) {
                     self.settle_claim_lease(now, task);
                 }
             }
-            Purpose::Progress { task, epoch, step } => {
+            Some(Purpose::Progress { task, epoch, step }) => {
                 self.on_progress_reply(now, task, epoch, step, reply)
             }
-            Purpose::CompletionCheck {
+            Some(Purpose::CompletionCheck {
                 task,
                 epoch,
                 steps_total,
-            } => {
+            }) => {
                 let doc = self.completed_doc(epoch, steps_total);
                 self.on_completion_check(now, task, doc, reply)
             }
-            Purpose::Effect { .. } => unreachable!("effects get effect replies"),
-            Purpose::LeaseCreate { .. } | Purpose::LeaseRenew { .. } | Purpose::LeaseRelease => {
-                self.on_task_lease_reply(now, purpose, reply)
-            }
+            Some(Purpose::Effect { .. }) => unreachable!("effects get effect replies"),
+            Some(
+                purpose @ (Purpose::LeaseCreate { .. }
+                | Purpose::LeaseRenew { .. }
+                | Purpose::LeaseRelease),
+            ) => self.on_task_lease_reply(now, purpose, reply),
         }
     }
 
