@@ -617,7 +617,11 @@ impl Worker {
         } else if let Input::Start = input {
             self.register(now);
         }
-        if self.phase != Phase::Stopped {
+        // `plain` first, as above: a plain worker is not stopped, so one
+        // test where "stopped?" and then "plain?" were two.
+        if self.plain() {
+            self.on_time_plain(now);
+        } else if self.phase != Phase::Stopped {
             self.on_time(now);
         }
     }
@@ -716,29 +720,50 @@ impl Worker {
         self.next_heartbeat_at = sent_at.plus_ms(self.cfg.heartbeat_interval_ms);
     }
 
-    fn on_time(&mut self, now: Instant) {
+    /// `on_time` for a `plain` worker (active, worker mode): nearly every
+    /// input's.
+    #[inline(always)]
+    fn on_time_plain(&mut self, now: Instant) {
+        debug_assert!(self.plain());
         if now >= self.out.earliest_or_never() {
             self.expire_due(now);
             if self.phase == Phase::Stopped {
                 return;
             }
         }
-        // `plain` first: active in worker mode, one test where the phase
-        // and the mode were two.
-        if !self.plain() {
-            if self.phase == Phase::Registering {
-                // No clock reads the end of time: none is set.
-                if now >= self.retry_register_at {
-                    self.register(now);
-                }
-                return;
-            }
-            debug_assert!(self.task_mode(), "else `plain`");
-            self.renew_task_leases(now);
-        } else if now >= self.next_heartbeat_at() {
-            // No clock reads the end of time: none is in flight.
+        // No clock reads the end of time: none is in flight.
+        if now >= self.next_heartbeat_at() {
             self.send_heartbeat(now);
         }
+        self.on_time_runs(now);
+    }
+
+    /// What is due after an input unless `plain` (registering, or active
+    /// in task mode). Out of line: a few inputs in a thousand.
+    #[inline(never)]
+    fn on_time(&mut self, now: Instant) {
+        debug_assert!(!self.plain() && self.phase != Phase::Stopped);
+        if now >= self.out.earliest_or_never() {
+            self.expire_due(now);
+            if self.phase == Phase::Stopped {
+                return;
+            }
+        }
+        if self.phase == Phase::Registering {
+            // No clock reads the end of time: none is set.
+            if now >= self.retry_register_at {
+                self.register(now);
+            }
+            return;
+        }
+        debug_assert!(self.task_mode(), "else `plain`");
+        self.renew_task_leases(now);
+        self.on_time_runs(now);
+    }
+
+    /// `on_time`'s end for an active worker: rechecks, retries, the poll.
+    #[inline(always)]
+    fn on_time_runs(&mut self, now: Instant) {
         // Claims in doubt first, then retries, each in task order. Neither
         // adds or removes entries. The rechecks out of line: claims are in
         // doubt on few inputs, and the walk kept a spill on every one.
