@@ -198,7 +198,7 @@ pub struct Worker {
     idle_poll_ms: u64,
     /// When to retry registering after a lost or refused attempt; the end
     /// of time (`NEVER`) for none, not an `Option`: the tag's word made
-    /// room for `recheck_from`. No clock reads the end of time, and a
+    /// room for `due_from`. No clock reads the end of time, and a
     /// retry is never set there (`now`, or `now` plus the backoff).
     retry_register_at: Instant,
     /// Send time of our first registration attempt, once `register_sent`:
@@ -215,13 +215,15 @@ pub struct Worker {
     /// room for `plain` within the reclaimer's size.
     retrying: u16,
     doubtful: SortedVecMap<TaskId, Doubt>,
-    /// No claim in doubt is due for a recheck before this: at or below
-    /// every `recheck_at` (lowered by `recheck_later`, raised only by
-    /// `recheck_doubts`), the end of time (`NEVER`) when none is set. A
-    /// lower bound, not the minimum (a removed doubt leaves it low), so
-    /// `on_time` walks the doubts only when one may be due: one compare
-    /// per input, where "any doubts at all" sent most walks home empty.
-    recheck_from: Instant,
+    /// No claim in doubt is due for a recheck, and no run for a retry,
+    /// before this: at or below every `recheck_at` and every retry's time
+    /// (lowered by `recheck_later` and `set_retry`, raised only by
+    /// `recheck_and_retry`), the end of time (`NEVER`) when none is set.
+    /// A lower bound, not the minimum (a doubt or run removed leaves it
+    /// low), so `on_time` walks the doubts and runs only when one may be
+    /// due: one compare per input, where "any doubts at all" sent most
+    /// walks home empty and "any retries" was a second test.
+    due_from: Instant,
     /// Task mode: lease creations on their way. Each holds a slot (see
     /// `busy_slots`): at most `slots_per_worker`.
     lease_creates: SortedVecMap<TaskId, task_lease::LeaseCreation>,
@@ -307,7 +309,7 @@ impl Worker {
             runs: SortedVecMap::new(),
             retrying: 0,
             doubtful: SortedVecMap::new(),
-            recheck_from: NEVER,
+            due_from: NEVER,
             lease_creates: SortedVecMap::new(),
             leases: SortedVecMap::new(),
             releasing: SortedVecSet::new(),
@@ -767,41 +769,31 @@ impl Worker {
         // Claims in doubt first, then retries, each in task order. Neither
         // adds or removes entries. The rechecks out of line: claims are in
         // doubt on few inputs, and the walk kept a spill on every one.
-        if now >= self.recheck_from {
-            self.recheck_doubts(now);
+        if now >= self.due_from {
+            self.recheck_and_retry(now);
         }
         debug_assert!(
             self.doubtful
                 .values()
                 .all(|d| d.recheck_at.is_none_or(|t| now < t))
         );
-        // Retries are rare: look for a due one before walking by index.
-        let due = |run: &Run| match run.wait {
-            Wait::RetryEffectAt(t) | Wait::RetryProgressAt(t) => now >= t,
-            Wait::Effect | Wait::Progress => false,
-        };
-        if self.retrying > 0 && self.runs.values().any(due) {
-            for i in 0..self.runs.len() {
-                let (&task, run) = self.runs.entry_at(i);
-                match run.wait {
-                    Wait::RetryEffectAt(t) if now >= t => self.call_effect(now, task, i),
-                    Wait::RetryProgressAt(t) if now >= t => self.write_progress(now, task, i),
-                    _ => {}
-                }
-            }
-        }
+        debug_assert!(self.runs.values().all(|r| match r.wait {
+            Wait::RetryEffectAt(t) | Wait::RetryProgressAt(t) => now < t,
+            Wait::Effect | Wait::Progress => true,
+        }));
         // No clock reads the end of time: no poll is in flight.
         if now >= self.next_poll_at() && self.free_slots() > 0 {
             self.poll(now);
         }
     }
 
-    /// `on_time`'s rechecks of claims in doubt that are due, in task order:
-    /// walking by index is safe (nothing is added or removed) and allocates
-    /// nothing, unlike collecting the due ones first.
-    /// Recomputes `recheck_from`: the earliest recheck still set after.
+    /// `on_time`'s rechecks of claims in doubt that are due, in task order,
+    /// then its retries of runs that are due, in task order; recomputes
+    /// `due_from` from those still set. Walking by index is safe (neither
+    /// adds or removes entries) and allocates nothing, unlike collecting
+    /// the due ones first. Out of line: one input in a dozen gets here.
     #[inline(never)]
-    fn recheck_doubts(&mut self, now: Instant) {
+    fn recheck_and_retry(&mut self, now: Instant) {
         let mut from = NEVER;
         for (task, doubt) in self.doubtful.iter_mut() {
             match doubt.recheck_at {
@@ -823,7 +815,18 @@ impl Worker {
                 deadline,
             );
         }
-        self.recheck_from = from;
+        if self.retrying > 0 {
+            for i in 0..self.runs.len() {
+                let (&task, run) = self.runs.entry_at(i);
+                match run.wait {
+                    Wait::RetryEffectAt(t) if now >= t => self.call_effect(now, task, i),
+                    Wait::RetryProgressAt(t) if now >= t => self.write_progress(now, task, i),
+                    Wait::RetryEffectAt(t) | Wait::RetryProgressAt(t) => from = from.min(t),
+                    Wait::Effect | Wait::Progress => {}
+                }
+            }
+        }
+        self.due_from = from;
     }
 
     /// The requests whose deadlines have passed, given up in turn. Out of
@@ -919,13 +922,13 @@ impl Worker {
                 // slow) claim must not strand a task we own while we live.
                 let doubt = self.doubtful.get_mut(&task).expect("claims are tracked");
                 doubt.in_doubt = true;
-                recheck_later(&mut self.recheck_from, doubt, now);
+                recheck_later(&mut self.due_from, doubt, now);
                 self.polling = false;
                 self.next_poll_at = now;
             }
             Purpose::ClaimCheck { task } => {
                 if let Some(doubt) = self.doubtful.get_mut(&task) {
-                    recheck_later(&mut self.recheck_from, doubt, now);
+                    recheck_later(&mut self.due_from, doubt, now);
                 }
             }
             Purpose::Effect { task, epoch, step } => {
@@ -934,12 +937,22 @@ impl Worker {
                     && run.step == step
                     && run.wait == Wait::Effect
                 {
-                    set_wait(&mut self.retrying, run, Wait::RetryEffectAt(now));
+                    set_retry(
+                        &mut self.retrying,
+                        &mut self.due_from,
+                        run,
+                        Wait::RetryEffectAt(now),
+                    );
                 }
             }
             Purpose::CompletionCheck { task, .. } => {
                 if let Some(run) = self.runs.get_mut(&task) {
-                    set_wait(&mut self.retrying, run, Wait::RetryProgressAt(now));
+                    set_retry(
+                        &mut self.retrying,
+                        &mut self.due_from,
+                        run,
+                        Wait::RetryProgressAt(now),
+                    );
                 }
             }
             Purpose::Progress { task, epoch, step } => {
@@ -948,7 +961,12 @@ impl Worker {
                     && run.step == step
                     && run.wait == Wait::Progress
                 {
-                    set_wait(&mut self.retrying, run, Wait::RetryProgressAt(now));
+                    set_retry(
+                        &mut self.retrying,
+                        &mut self.due_from,
+                        run,
+                        Wait::RetryProgressAt(now),
+                    );
                 }
             }
             Purpose::LeaseCreate { .. } | Purpose::LeaseRenew { .. } | Purpose::LeaseRelease => {
@@ -982,7 +1000,7 @@ impl Worker {
                         ..doubt
                     };
                     let at = now.plus_ms(self.cfg.retry_backoff_ms);
-                    recheck_later(&mut self.recheck_from, &mut doubt, at);
+                    recheck_later(&mut self.due_from, &mut doubt, at);
                     self.doubtful.insert(task, doubt);
                     self.polling = false;
                     self.next_poll_at = now;
@@ -1186,7 +1204,7 @@ impl Worker {
         let StoreReply::Got { doc } = reply else {
             let at = now.plus_ms(self.cfg.retry_backoff_ms);
             let doubt = self.doubtful.get_mut(&task).expect("present");
-            recheck_later(&mut self.recheck_from, doubt, at);
+            recheck_later(&mut self.due_from, doubt, at);
             return;
         };
         let mine = doc.as_ref().and_then(|d| {
@@ -1476,7 +1494,12 @@ impl Worker {
             _ => {
                 let run = self.runs.get_mut(&task).expect("checked");
                 let retry_at = now.plus_ms(self.cfg.retry_backoff_ms);
-                set_wait(&mut self.retrying, run, Wait::RetryProgressAt(retry_at));
+                set_retry(
+                    &mut self.retrying,
+                    &mut self.due_from,
+                    run,
+                    Wait::RetryProgressAt(retry_at),
+                );
             }
         }
     }
@@ -1549,7 +1572,12 @@ impl Worker {
             EffectReply::Failed => {
                 let run = self.runs.entry_at_mut(at).1;
                 let retry_at = now.plus_ms(self.cfg.retry_backoff_ms);
-                set_wait(&mut self.retrying, run, Wait::RetryEffectAt(retry_at));
+                set_retry(
+                    &mut self.retrying,
+                    &mut self.due_from,
+                    run,
+                    Wait::RetryEffectAt(retry_at),
+                );
             }
         }
     }
@@ -1633,7 +1661,12 @@ impl Worker {
             _ => {
                 let run = self.runs.entry_at_mut(at).1;
                 let retry_at = now.plus_ms(self.cfg.retry_backoff_ms);
-                set_wait(&mut self.retrying, run, Wait::RetryProgressAt(retry_at));
+                set_retry(
+                    &mut self.retrying,
+                    &mut self.due_from,
+                    run,
+                    Wait::RetryProgressAt(retry_at),
+                );
                 return;
             }
         };
@@ -1689,10 +1722,20 @@ fn effect_for(
     (call, purpose, deadline)
 }
 
-/// Set a doubt's recheck for `at`, keeping `recheck_from` at or below it.
-fn recheck_later(recheck_from: &mut Instant, doubt: &mut Doubt, at: Instant) {
+/// Set a doubt's recheck for `at`, keeping `due_from` at or below it.
+fn recheck_later(due_from: &mut Instant, doubt: &mut Doubt, at: Instant) {
     doubt.recheck_at = Some(at);
-    *recheck_from = (*recheck_from).min(at);
+    *due_from = (*due_from).min(at);
+}
+
+/// `set_wait` for a retry at the wait's time, keeping `due_from` at or
+/// below it.
+fn set_retry(retrying: &mut u16, due_from: &mut Instant, run: &mut Run, wait: Wait) {
+    let (Wait::RetryEffectAt(at) | Wait::RetryProgressAt(at)) = wait else {
+        unreachable!("a retry")
+    };
+    *due_from = (*due_from).min(at);
+    set_wait(retrying, run, wait);
 }
 
 /// Set a run's wait, keeping the count of runs waiting to retry in step.
