@@ -738,6 +738,16 @@ impl Worker {
             self.send_heartbeat(now);
         }
         self.on_time_runs(now);
+        // Worker mode holds no leases and creates none (both only follow
+        // `create_task_lease`): the busy slots are the runs and the claims,
+        // as in `poll_timeout`, without `busy_slots`' lease terms.
+        debug_assert!(self.leases.len() == 0 && self.lease_creates.len() == 0);
+        // No clock reads the end of time: no poll is in flight.
+        if now >= self.next_poll_at()
+            && self.runs.len() + self.doubtful.len() < self.slots_per_worker as usize
+        {
+            self.poll(now);
+        }
     }
 
     /// What is due after an input unless `plain` (registering, or active
@@ -761,6 +771,10 @@ impl Worker {
         debug_assert!(self.task_mode(), "else `plain`");
         self.renew_task_leases(now);
         self.on_time_runs(now);
+        // No clock reads the end of time: no poll is in flight.
+        if now >= self.next_poll_at() && self.free_slots() > 0 {
+            self.poll(now);
+        }
     }
 
     /// `on_time`'s end for an active worker: rechecks, retries, the poll.
@@ -781,10 +795,6 @@ impl Worker {
             Wait::RetryEffectAt(t) | Wait::RetryProgressAt(t) => now < t,
             Wait::Effect | Wait::Progress => true,
         }));
-        // No clock reads the end of time: no poll is in flight.
-        if now >= self.next_poll_at() && self.free_slots() > 0 {
-            self.poll(now);
-        }
     }
 
     /// `on_time`'s rechecks of claims in doubt that are due, in task order,
