@@ -456,6 +456,22 @@ impl Worker {
     /// doubt, if earlier.
     #[inline(always)]
     fn retry_and_recheck_wakeup(&self, mut next: Instant) -> Instant {
+        // Neither is set, nearly always: `due_from` is at or below each
+        // (and a time at the end of time could not lower `next`). One
+        // compare, where the count of retries and the claims were two
+        // tests and a loop's setup.
+        if self.due_from == NEVER {
+            debug_assert!(
+                self.doubtful
+                    .values()
+                    .all(|d| d.recheck_at.is_none_or(|t| t == NEVER))
+            );
+            debug_assert!(self.runs.values().all(|r| match r.wait {
+                Wait::RetryEffectAt(t) | Wait::RetryProgressAt(t) => t == NEVER,
+                Wait::Effect | Wait::Progress => true,
+            }));
+            return next;
+        }
         if self.retrying > 0 {
             for run in self.runs.values() {
                 if let Wait::RetryEffectAt(t) | Wait::RetryProgressAt(t) = run.wait {
