@@ -507,13 +507,14 @@ impl<T> EventQueue<T> {
     #[inline]
     pub(crate) fn take(&mut self, slot: PoppedSlot) -> T {
         let PoppedSlot(slot) = slot;
-        // Freed first: with nothing between the take and the caller's match,
-        // the compiler reads the event's fields straight from the slab
-        // instead of copying it to the stack (and again, past the push).
+        // The cell found (its bounds check) before the free-list push, whose
+        // growth call would have the slab read again after it; the event
+        // taken after the push: with nothing between the take and the
+        // caller's match, the compiler reads the event's fields straight
+        // from the slab instead of copying it to the stack.
+        let cell = &mut self.slab[slot as usize];
         self.free.push(slot);
-        self.slab[slot as usize]
-            .take()
-            .expect("a queued key names a full slot")
+        cell.take().expect("a queued key names a full slot")
     }
 
     /// The earliest key: the end of `near` if it holds a key, else the
