@@ -303,13 +303,14 @@ impl<T> EventQueue<T> {
     /// on as tail calls.
     #[inline(never)]
     fn insert(&mut self, time_us: u64, seq: u64) -> &mut Option<T> {
-        if self.len() >= self.capacity_limit {
-            // The assertion's failure out of line: its message's arguments
-            // gave every insert a stack frame (two instructions a push).
-            self.over_limit();
+        // The queue full, or no free slot: the assertion and the new slot
+        // out of line, as a tail call (the assertion's failing call here, a
+        // call that never returns, still kept a stack frame to align).
+        if self.len() >= self.capacity_limit || self.free.is_empty() {
+            return self.insert_new_slot(time_us, seq);
         }
         let Some(slot) = self.free.pop() else {
-            return self.insert_new_slot(time_us, seq);
+            unreachable!("a free slot was found")
         };
         let key = Key::new(time_us, seq, slot);
         if self.near_len != 0 {
@@ -330,11 +331,20 @@ impl<T> EventQueue<T> {
         cell
     }
 
-    /// [`EventQueue::insert`] with no free slot: a new one.
+    /// [`EventQueue::insert`] with the queue full (its assertion fails) or
+    /// no free slot: a new one.
     #[cold]
     #[inline(never)]
     fn insert_new_slot(&mut self, time_us: u64, seq: u64) -> &mut Option<T> {
-        let slot = self.new_slot();
+        if self.len() >= self.capacity_limit {
+            // The assertion's failure out of line: its message's arguments
+            // gave every insert a stack frame (two instructions a push).
+            self.over_limit();
+        }
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => self.new_slot(),
+        };
         self.insert_placed(Key::new(time_us, seq, slot))
     }
 
