@@ -377,6 +377,11 @@ impl<T> EventQueue<T> {
     /// the heap (none in `near`, after the heap's root): not compared again.
     #[inline(never)]
     fn insert_heap(&mut self, key: Key) -> &mut Option<T> {
+        if self.heap.len() == self.heap.capacity() {
+            // Room first, out of line and as a tail call: the growth call
+            // inside `sift_up` made this function keep a frame.
+            return self.insert_heap_grow(key);
+        }
         self.sift_up(key);
         self.len += 1;
         let cell = &mut self.slab[key.slot()];
@@ -509,6 +514,14 @@ impl<T> EventQueue<T> {
         }
         let hole = below.len() - 1;
         below[hole] = key;
+    }
+
+    /// [`EventQueue::insert_heap`] when the heap is full: room first.
+    #[cold]
+    #[inline(never)]
+    fn insert_heap_grow(&mut self, key: Key) -> &mut Option<T> {
+        self.heap.reserve(1);
+        self.insert_heap(key)
     }
 
     /// [`EventQueue::sift_up`] when the heap is full: room first.
