@@ -10,12 +10,15 @@ pub const MAX_PENDING_REQUESTS: usize = 4_096;
 pub const MAX_QUEUED_OUTPUTS: usize = 4_096;
 /// `Outbox::earliest` when nothing is in flight: the end of time.
 pub const NEVER: Instant = Instant::from_micros(u64::MAX);
+/// The id of a spent entry (before `head`): no request has it (ids count up
+/// from zero), so `take` may test the vector's last entry without `head`.
+const SPENT: RequestId = RequestId(u64::MAX);
 
 pub struct Outbox<P> {
     next_request: u64,
     /// `pending[head..]` are the requests in flight, in request-id order
     /// (ids only grow: a new request is a push at the back); entries before
-    /// `head` are spent. Replies come back roughly in the order requests
+    /// `head` are spent, their ids `SPENT`. Replies come back roughly in the order requests
     /// left, so a removal is near the front: the entries before it move up
     /// one place and `head` steps past the gap (a removal nearer the back
     /// shifts the back instead). A plain sorted `Vec` shifted every later
@@ -71,7 +74,6 @@ impl<P: Copy> Outbox<P> {
         );
         let id = RequestId(self.next_request);
         self.next_request += 1;
-        debug_assert!(self.pending.last().is_none_or(|(last, _, _)| *last < id));
         // Reclaim the spent prefix: for free when nothing is in flight,
         // else once it is at least eight entries and half the vector (so the
         // vector stays within twice the requests in flight, plus eight).
@@ -84,6 +86,16 @@ impl<P: Copy> Outbox<P> {
         } else if self.head >= 8 {
             self.reclaim_spent_if_half();
         }
+        debug_assert!(
+            self.pending[..self.head]
+                .iter()
+                .all(|(id, _, _)| *id == SPENT)
+        );
+        debug_assert!(
+            self.pending[self.head..]
+                .last()
+                .is_none_or(|(last, _, _)| *last < id)
+        );
         self.pending.push((id, purpose, deadline));
         // `NEVER` when nothing else is in flight: the minimum is `deadline`.
         self.earliest = self.earliest.min(deadline);
@@ -123,40 +135,37 @@ impl<P: Copy> Outbox<P> {
     /// was copied once more, and the call cost a frame per reply.
     #[inline(always)]
     pub fn take(&mut self, request: RequestId) -> Option<P> {
+        debug_assert_ne!(request, SPENT);
         // Nearly every reply is for the newest request in flight (a store
         // request answered before the effects sent earlier) or the oldest:
         // both are taken here, with no walk and no shift. Any other is first
-        // moved to the nearer end (`move_to_an_end`), so the purpose leaves
-        // the vector in one place: taken three ways, one of them through
-        // the call's memory, it went through the stack on every reply.
-        let end = match &self.pending[self.head..] {
-            [.., (id, _, _)] if *id == request => End::Newest,
-            [(id, _, _), ..] if *id == request => End::Oldest,
-            _ => self.move_to_an_end(request)?,
-        };
-        // The earliest deadline is settled before the entry leaves, so the
-        // purpose moves once, from the vector to the caller (it took a trip
-        // through the stack while the rest was scanned).
-        match (end, &self.pending[self.head..]) {
-            (End::Newest, [rest @ .., (_, _, deadline)]) => {
-                if *deadline == self.earliest {
-                    self.earliest = earliest_of(rest);
+        // moved to the nearer end (`move_to_an_end`) and taken there.
+        loop {
+            // The vector's last entry, read without `head`: a spent entry's
+            // id is `SPENT`, which no reply carries, so a match is in
+            // flight. (The live slice `[head..]` cost a bounds check and
+            // its end's address was worked out twice.)
+            if let Some(&(id, purpose, deadline)) = self.pending.last()
+                && id == request
+            {
+                self.pending.truncate(self.pending.len() - 1);
+                if deadline == self.earliest {
+                    self.earliest = earliest_of(&self.pending[self.head..]);
                 }
-                // Read in place and cut off, not popped: `pop`'s `Option`
-                // came back as the caller's, to be tested once more.
-                let last = self.pending.len() - 1;
-                let purpose = self.pending[last].1;
-                self.pending.truncate(last);
-                Some(purpose)
+                return Some(purpose);
             }
-            (End::Oldest, [(_, _, deadline), rest @ ..]) => {
-                if *deadline == self.earliest {
-                    self.earliest = earliest_of(rest);
-                }
+            if let Some((id, purpose, deadline)) = self.pending.get_mut(self.head)
+                && *id == request
+            {
+                *id = SPENT;
+                let (purpose, deadline) = (*purpose, *deadline);
                 self.head += 1;
-                Some(self.pending[self.head - 1].1)
+                if deadline == self.earliest {
+                    self.earliest = earliest_of(&self.pending[self.head..]);
+                }
+                return Some(purpose);
             }
-            _ => unreachable!("the request is at that end"),
+            self.move_to_an_end(request)?;
         }
     }
 
@@ -164,7 +173,7 @@ impl<P: Copy> Outbox<P> {
     /// moved to the nearer end (the others keep their order, as `remove`
     /// leaves them); `None` when it is not in flight.
     #[inline(never)]
-    fn move_to_an_end(&mut self, request: RequestId) -> Option<End> {
+    fn move_to_an_end(&mut self, request: RequestId) -> Option<()> {
         // Replies mostly come back in the order their requests left, so the
         // request is near the front: a short walk finds it, and only a long
         // list (a reclaimer's requeues) is searched by halves.
@@ -180,11 +189,10 @@ impl<P: Copy> Outbox<P> {
         // `remove`'s choice: the fewer entries move.
         if i < self.pending.len() - at {
             self.pending[self.head..=at].rotate_right(1);
-            Some(End::Oldest)
         } else {
             self.pending[at..].rotate_left(1);
-            Some(End::Newest)
         }
+        Some(())
     }
 
     /// Remove the `i`-th request in flight; its purpose.
@@ -192,12 +200,14 @@ impl<P: Copy> Outbox<P> {
         let at = self.head + i;
         let (_, purpose, deadline) = self.pending[at];
         if i == 0 {
+            self.pending[at].0 = SPENT;
             self.head += 1;
         } else if at + 1 == self.pending.len() {
             self.pending.pop();
         } else if i < self.pending.len() - at {
             // Nearer the front: the earlier requests move up one place.
             self.pending.copy_within(self.head..at, self.head + 1);
+            self.pending[self.head].0 = SPENT;
             self.head += 1;
         } else {
             self.pending.remove(at);
@@ -267,13 +277,6 @@ impl<P: Copy> Outbox<P> {
             out.append(&mut self.queued);
         }
     }
-}
-
-/// Where `take` finds its request among those in flight.
-#[derive(Clone, Copy)]
-enum End {
-    Newest,
-    Oldest,
 }
 
 /// The earliest deadline among `live` requests; `NEVER` for none.
