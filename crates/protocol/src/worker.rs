@@ -160,7 +160,9 @@ pub struct Worker {
     /// below are bytes.
     variant: Variant,
     task_mode: bool,
-    slots_per_worker: u32,
+    /// A `u16` (asserted to fit by `new`), as `busy`, so the two compare
+    /// as they are and `busy` finds room in the worker.
+    slots_per_worker: u16,
     /// `cfg.self_fence_after_ms()`, computed once (a division by a million
     /// and three saturating subtractions per read otherwise).
     self_fence_after_ms: u64,
@@ -214,6 +216,10 @@ pub struct Worker {
     /// most `slots_per_worker` (asserted to fit by `new`): a `u16` leaves
     /// room for `plain` within the reclaimer's size.
     retrying: u16,
+    /// `runs.len() + doubtful.len()`, kept: a plain worker's busy slots,
+    /// asked after every input (in `poll_timeout` and `on_time_plain`),
+    /// one load where two lengths were loaded and added.
+    busy: u16,
     doubtful: SortedVecMap<TaskId, Doubt>,
     /// No claim in doubt is due for a recheck, and no run for a retry,
     /// before this: at or below every `recheck_at` and every retry's time
@@ -266,7 +272,7 @@ impl Worker {
             "`retrying` counts runs in a u16"
         );
         let poll_interval_ms = cfg.poll_interval_ms;
-        let (variant, slots_per_worker) = (cfg.variant, cfg.slots_per_worker);
+        let (variant, slots_per_worker) = (cfg.variant, cfg.slots_per_worker as u16);
         let task_mode = cfg.heartbeat_mode == HeartbeatMode::Task;
         let self_fence_after_ms = cfg.self_fence_after_ms();
         // What `Instant::plus_ms` multiplies out, saturating alike.
@@ -308,6 +314,7 @@ impl Worker {
             register_sent: false,
             runs: SortedVecMap::new(),
             retrying: 0,
+            busy: 0,
             doubtful: SortedVecMap::new(),
             due_from: NEVER,
             lease_creates: SortedVecMap::new(),
@@ -418,9 +425,7 @@ impl Worker {
             // `NEVER` while a poll is in flight, but tested: here the test
             // costs less than the compare it skips (the re-arm's
             // registers, +0.09 M without it).
-            if !self.polling
-                && self.runs.len() + self.doubtful.len() < self.slots_per_worker as usize
-            {
+            if !self.polling && self.busy() < self.slots_per_worker {
                 next = next.min(self.next_poll_at());
             }
             self.retry_and_recheck_wakeup(next)
@@ -717,6 +722,7 @@ impl Worker {
         self.runs.clear();
         self.retrying = 0;
         self.doubtful.clear();
+        self.busy = 0;
         self.lease_creates.clear();
         self.leases.clear();
         self.releasing.clear();
@@ -759,9 +765,7 @@ impl Worker {
         // as in `poll_timeout`, without `busy_slots`' lease terms.
         debug_assert!(self.leases.len() == 0 && self.lease_creates.len() == 0);
         // No clock reads the end of time: no poll is in flight.
-        if now >= self.next_poll_at()
-            && self.runs.len() + self.doubtful.len() < self.slots_per_worker as usize
-        {
+        if now >= self.next_poll_at() && self.busy() < self.slots_per_worker {
             self.poll(now);
         }
     }
@@ -940,7 +944,7 @@ impl Worker {
             Purpose::Poll => self.poll_later(now),
             Purpose::Claim { task, .. } if self.variant() == Variant::ClaimAckLost => {
                 // Planted bug: assume a claim without an answer failed.
-                self.doubtful.remove(&task);
+                self.remove_doubt(task);
                 self.poll_later(now);
             }
             Purpose::Claim { task, .. } => {
@@ -1015,7 +1019,7 @@ impl Worker {
             }
             Some(Purpose::Poll) => self.on_poll_reply(now, reply),
             Some(Purpose::Claim { task }) => {
-                let doubt = self.doubtful.remove(&task).expect("claims are tracked");
+                let doubt = self.remove_doubt(task).expect("claims are tracked");
                 assert!(!doubt.in_doubt, "a claim in doubt has no pending request");
                 if let StoreReply::Unavailable = reply {
                     // This attempt was refused, but an earlier copy of the
@@ -1027,7 +1031,7 @@ impl Worker {
                     };
                     let at = now.plus_ms(self.cfg.retry_backoff_ms);
                     recheck_later(&mut self.due_from, &mut doubt, at);
-                    self.doubtful.insert(task, doubt);
+                    self.insert_doubt(task, doubt);
                     self.polling = false;
                     self.next_poll_at = now;
                     return;
@@ -1217,7 +1221,7 @@ impl Worker {
             in_doubt: false,
             recheck_at: None,
         };
-        assert!(self.doubtful.insert(task, doubt).is_none(), "claimed twice");
+        self.insert_doubt(task, doubt);
         let deadline = now.plus_us(self.store_timeout_us);
         self.out.store(op, Purpose::Claim { task }, deadline);
     }
@@ -1239,7 +1243,7 @@ impl Worker {
         });
         match (mine, doc) {
             (Some((claimed, version)), _) => {
-                self.doubtful.remove(&task);
+                self.remove_doubt(task);
                 self.start_run(now, task, claimed, version);
             }
             // Untouched since we sent the claim: it may still arrive, or it
@@ -1248,7 +1252,7 @@ impl Worker {
             // with our own claim, which we recognise. Waiting instead could
             // wait forever (nobody else may be able to move the task).
             (None, Some(d)) if d.version == doubt.expected => {
-                self.doubtful.remove(&task);
+                self.remove_doubt(task);
                 if self.task_mode() && !self.task_lease_alive(now, task, doubt.claimed.epoch) {
                     return; // the lease lapsed: the reclaimer cleans up
                 }
@@ -1256,7 +1260,7 @@ impl Worker {
             }
             // Someone else moved it: our claim's condition can never hold.
             _ => {
-                self.doubtful.remove(&task);
+                self.remove_doubt(task);
             }
         }
     }
@@ -1364,7 +1368,7 @@ impl Worker {
             self.leases.remove(&task);
             return;
         }
-        self.runs.insert(
+        let replaced = self.runs.insert(
             task,
             Run {
                 epoch: doc.epoch,
@@ -1374,6 +1378,7 @@ impl Worker {
                 wait: Wait::Effect,
             },
         );
+        self.busy += replaced.is_none() as u16;
         self.out.event(LeaseEvent::Claimed {
             task,
             epoch: doc.epoch,
@@ -1547,7 +1552,31 @@ impl Worker {
     fn remove_run(&mut self, task: TaskId) -> Option<Run> {
         let run = self.runs.remove(&task)?;
         self.retrying -= run.wait.is_retry() as u16;
+        self.busy -= 1;
         Some(run)
+    }
+
+    /// A claim tracked, keeping `busy` in step.
+    fn insert_doubt(&mut self, task: TaskId, doubt: Doubt) {
+        assert!(self.doubtful.insert(task, doubt).is_none(), "claimed twice");
+        self.busy += 1;
+    }
+
+    /// A claim settled, keeping `busy` in step.
+    fn remove_doubt(&mut self, task: TaskId) -> Option<Doubt> {
+        let doubt = self.doubtful.remove(&task)?;
+        self.busy -= 1;
+        Some(doubt)
+    }
+
+    /// `busy`, asserted in step with the runs and the claims.
+    #[inline(always)]
+    fn busy(&self) -> u16 {
+        debug_assert_eq!(
+            usize::from(self.busy),
+            self.runs.len() + self.doubtful.len()
+        );
+        self.busy
     }
 
     /// `remove_run` for the run at `at`, asserted to be `task`'s: no search
@@ -1558,6 +1587,7 @@ impl Worker {
         let wait = run_at(&mut self.runs, task, at).wait;
         self.runs.remove_at(at);
         self.retrying -= wait.is_retry() as u16;
+        self.busy -= 1;
     }
 
     /// The place in `runs` of the run a reply is for, if it is still
