@@ -141,7 +141,8 @@ impl<P: Copy> Outbox<P> {
         // Nearly every reply is for the newest request in flight (a store
         // request answered before the effects sent earlier) or the oldest:
         // both are taken here, with no walk and no shift. Any other is first
-        // moved to the nearer end (`move_to_an_end`) and taken there.
+        // moved to the nearer end (`move_to_an_end`) and taken there, so
+        // the loop runs at most twice.
         loop {
             // The vector's last entry, read without `head`: a spent entry's
             // id is `SPENT`, which no reply carries, so a match is in
