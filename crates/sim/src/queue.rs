@@ -363,7 +363,25 @@ impl<T> EventQueue<T> {
     /// inlined, so that the push makes no call past `insert`'s tail call.
     #[inline(never)]
     fn insert_near(&mut self, key: Key) -> &mut Option<T> {
-        let out = self.place_near(key, self.near_len);
+        let n = self.near_len;
+        if self.near_end_takes(key, n) {
+            // Before everything queued: the end of `near`, with no frame
+            // (the shift loop's registers are saved in `insert_near_shift`).
+            self.near[n & (NEAR - 1)] = key;
+            self.near_len = n + 1;
+            self.len += 1;
+            let cell = &mut self.slab[key.slot()];
+            debug_assert!(cell.is_none(), "free slot in use");
+            return cell;
+        }
+        self.insert_near_shift(key, n)
+    }
+
+    /// [`EventQueue::insert_near`] for a key that does not go at the end of
+    /// `near`: the rest of `place_near`, then the heap.
+    #[inline(never)]
+    fn insert_near_shift(&mut self, key: Key, n: usize) -> &mut Option<T> {
+        let out = self.place_near_inside(key, n);
         if out.is_some() {
             self.sift_up(out);
         }
@@ -447,15 +465,30 @@ impl<T> EventQueue<T> {
     /// its loop's registers were saved and restored on every push; as a
     /// call of its own, both it and its caller saved them.
     #[inline(always)]
-    fn place_near(&mut self, key: Key, mut n: usize) -> Key {
-        debug_assert!(n > 0 && n <= NEAR);
-        let order = key.order();
-        if n < NEAR && order < self.near[(n - 1) & (NEAR - 1)].order() {
+    fn place_near(&mut self, key: Key, n: usize) -> Key {
+        if self.near_end_takes(key, n) {
             // Before everything queued: the end of `near`.
             self.near[n & (NEAR - 1)] = key;
             self.near_len = n + 1;
             return NO_KEY;
         }
+        self.place_near_inside(key, n)
+    }
+
+    /// Whether `key` goes at the end of `near` (`n > 0` keys there): room
+    /// left, and before its earliest.
+    #[inline(always)]
+    fn near_end_takes(&self, key: Key, n: usize) -> bool {
+        debug_assert!(n > 0 && n <= NEAR);
+        n < NEAR && key.order() < self.near[(n - 1) & (NEAR - 1)].order()
+    }
+
+    /// [`EventQueue::place_near`] for a key that does not go at the end of
+    /// `near`.
+    #[inline(always)]
+    fn place_near_inside(&mut self, key: Key, mut n: usize) -> Key {
+        debug_assert!(n > 0 && n <= NEAR);
+        let order = key.order();
         if self.heap.first().is_some_and(|root| root.order() < order) {
             return key;
         }
