@@ -350,6 +350,35 @@ impl Worker {
         self.out.drain_into(out);
     }
 
+    /// Timeouts (a quarter of the inputs) apart: a plain worker's skips the
+    /// replies' dispatch and their large frame. Out of line, so the host's
+    /// step keeps one call.
+    #[inline(never)]
+    pub fn handle_input(&mut self, time: LocalTime, input: &LeaseInput) {
+        if let Input::Timeout = input {
+            self.timeout(time);
+        } else {
+            self.handle_any(time, input);
+        }
+    }
+
+    /// `handle_input` for a timeout, a plain worker's in a small frame.
+    #[inline(never)]
+    fn timeout(&mut self, time: LocalTime) {
+        if !self.plain() {
+            return self.handle_any(time, &Input::Timeout);
+        }
+        self.wall_ms = time.wall_ms;
+        let now = time.mono;
+        // Self-fencing first, as in `handle_input`.
+        self.debug_assert_fence_at(now);
+        if now >= self.fence_at {
+            self.stop(FenceCause::LeaseExpired);
+            return;
+        }
+        self.on_time_plain(now);
+    }
+
     /// The only writer of `phase`, so `plain` stays in step with it.
     fn set_phase(&mut self, phase: Phase) {
         self.phase = phase;
@@ -606,7 +635,9 @@ impl Worker {
         (self.slots_per_worker as usize).saturating_sub(self.busy_slots())
     }
 
-    pub fn handle_input(&mut self, time: LocalTime, input: &LeaseInput) {
+    /// `handle_input` for any input.
+    #[inline(never)]
+    fn handle_any(&mut self, time: LocalTime, input: &LeaseInput) {
         self.wall_ms = time.wall_ms;
         let now = time.mono;
         // `plain` first: active in worker mode, one test, not two. The
