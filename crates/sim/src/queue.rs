@@ -325,10 +325,7 @@ impl<T> EventQueue<T> {
         }
         self.near[0] = key;
         self.near_len = 1;
-        self.len += 1;
-        let cell = &mut self.slab[slot as usize];
-        debug_assert!(cell.is_none(), "free slot in use");
-        cell
+        self.counted_cell(slot as usize)
     }
 
     /// [`EventQueue::insert`] with the queue full (its assertion fails) or
@@ -353,10 +350,7 @@ impl<T> EventQueue<T> {
     #[inline(never)]
     fn insert_placed(&mut self, key: Key) -> &mut Option<T> {
         self.place(key);
-        self.len += 1;
-        let cell = &mut self.slab[key.slot()];
-        debug_assert!(cell.is_none(), "free slot in use");
-        cell
+        self.counted_cell(key.slot())
     }
 
     /// [`EventQueue::insert_placed`] with keys in `near`: `place_near`
@@ -369,10 +363,7 @@ impl<T> EventQueue<T> {
             // (the shift loop's registers are saved in `insert_near_shift`).
             self.near[n & (NEAR - 1)] = key;
             self.near_len = n + 1;
-            self.len += 1;
-            let cell = &mut self.slab[key.slot()];
-            debug_assert!(cell.is_none(), "free slot in use");
-            return cell;
+            return self.counted_cell(key.slot());
         }
         self.insert_near_shift(key, n)
     }
@@ -385,10 +376,7 @@ impl<T> EventQueue<T> {
         if out.is_some() {
             self.sift_up(out);
         }
-        self.len += 1;
-        let cell = &mut self.slab[key.slot()];
-        debug_assert!(cell.is_none(), "free slot in use");
-        cell
+        self.counted_cell(key.slot())
     }
 
     /// [`EventQueue::insert_placed`] for a key that `insert` found goes to
@@ -401,8 +389,15 @@ impl<T> EventQueue<T> {
             return self.insert_heap_grow(key);
         }
         self.sift_up(key);
+        self.counted_cell(key.slot())
+    }
+
+    /// Every insert path's end, its key placed: the key counted and its
+    /// slab cell, empty, returned for the caller to fill.
+    #[inline(always)]
+    fn counted_cell(&mut self, slot: usize) -> &mut Option<T> {
         self.len += 1;
-        let cell = &mut self.slab[key.slot()];
+        let cell = &mut self.slab[slot];
         debug_assert!(cell.is_none(), "free slot in use");
         cell
     }
