@@ -370,10 +370,8 @@ impl Worker {
         }
         self.wall_ms = time.wall_ms;
         let now = time.mono;
-        // Self-fencing first, as in `handle_input`.
-        self.debug_assert_fence_at(now);
-        if now >= self.fence_at {
-            self.stop(FenceCause::LeaseExpired);
+        // Self-fencing first, as in `handle_any`.
+        if self.self_fenced(now) {
             return;
         }
         self.on_time_plain(now);
@@ -649,9 +647,7 @@ impl Worker {
         } else {
             // Self-fencing comes first: a reply that arrives after the lease
             // may have lapsed must not trigger one more effect or write.
-            self.debug_assert_fence_at(now);
-            if now >= self.fence_at {
-                self.stop(FenceCause::LeaseExpired);
+            if self.self_fenced(now) {
                 return;
             }
         }
@@ -693,6 +689,19 @@ impl Worker {
         );
     }
 
+    /// Whether the lease lapsed by `now` (the worker then stops itself):
+    /// every input's first test, so that nothing more is written or
+    /// called once the lease may be gone.
+    #[inline(always)]
+    fn self_fenced(&mut self, now: Instant) -> bool {
+        self.debug_assert_fence_at(now);
+        if now >= self.fence_at {
+            self.stop(FenceCause::LeaseExpired);
+            return true;
+        }
+        false
+    }
+
     /// `handle_input`'s start unless `plain`: whether the input is ignored
     /// (stopped, or fenced now). Self-fencing first, then in task mode the
     /// leases that may have lapsed.
@@ -701,9 +710,7 @@ impl Worker {
         if self.phase == Phase::Stopped {
             return true;
         }
-        self.debug_assert_fence_at(now);
-        if now >= self.fence_at {
-            self.stop(FenceCause::LeaseExpired);
+        if self.self_fenced(now) {
             return true;
         }
         if self.task_mode() && self.phase == Phase::Active {
