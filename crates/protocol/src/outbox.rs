@@ -140,62 +140,73 @@ impl<P: Copy> Outbox<P> {
         debug_assert_ne!(request, SPENT);
         // Nearly every reply is for the newest request in flight (a store
         // request answered before the effects sent earlier) or the oldest:
-        // both are taken here, with no walk and no shift. Any other is first
-        // moved to the nearer end (`move_to_an_end`) and taken there, so
-        // the loop runs at most twice.
-        loop {
-            // The vector's last entry, read without `head`: a spent entry's
-            // id is `SPENT`, which no reply carries, so a match is in
-            // flight. (The live slice `[head..]` cost a bounds check and
-            // its end's address was worked out twice.)
-            if let Some(&(id, purpose, deadline)) = self.pending.last()
-                && id == request
-            {
-                self.pending.truncate(self.pending.len() - 1);
-                if deadline == self.earliest {
-                    self.earliest = earliest_of(&self.pending[self.head..]);
-                }
-                return Some(purpose);
+        // both are taken here, with no walk and no shift. Any other is
+        // removed where it is, out of line (`take_inside`).
+        //
+        // The vector's last entry, read without `head`: a spent entry's id
+        // is `SPENT`, which no reply carries, so a match is in flight. (The
+        // live slice `[head..]` cost a bounds check and its end's address
+        // was worked out twice.)
+        if let Some(&(id, purpose, deadline)) = self.pending.last()
+            && id == request
+        {
+            self.pending.truncate(self.pending.len() - 1);
+            if deadline == self.earliest {
+                self.earliest = earliest_of(&self.pending[self.head..]);
             }
-            if let Some((id, purpose, deadline)) = self.pending.get_mut(self.head)
-                && *id == request
-            {
-                *id = SPENT;
-                let (purpose, deadline) = (*purpose, *deadline);
-                self.head += 1;
-                if deadline == self.earliest {
-                    self.earliest = earliest_of(&self.pending[self.head..]);
-                }
-                return Some(purpose);
-            }
-            self.move_to_an_end(request)?;
+            return Some(purpose);
         }
+        if let Some((id, purpose, deadline)) = self.pending.get_mut(self.head)
+            && *id == request
+        {
+            *id = SPENT;
+            let (purpose, deadline) = (*purpose, *deadline);
+            self.head += 1;
+            if deadline == self.earliest {
+                self.earliest = earliest_of(&self.pending[self.head..]);
+            }
+            return Some(purpose);
+        }
+        self.take_inside(request)
     }
 
     /// For `take`: a request neither the newest nor the oldest in flight,
-    /// moved to the nearer end (the others keep their order, as `remove`
-    /// leaves them); `None` when it is not in flight.
+    /// removed where it is (`remove`: the fewer entries move, the others
+    /// keep their order); `None` when it is not in flight. One search and
+    /// one shift, where moving it to an end first and taking it there went
+    /// round `take` twice.
     #[inline(never)]
-    fn move_to_an_end(&mut self, request: RequestId) -> Option<()> {
+    fn take_inside(&mut self, request: RequestId) -> Option<P> {
         // Replies mostly come back in the order their requests left, so the
         // request is near the front: a short walk finds it, and only a long
         // list (a reclaimer's requeues) is searched by halves.
         const WALK: usize = 8;
-        let live = &self.pending[self.head..];
+        let head = self.head;
+        let live = &self.pending[head..];
         let i = match live.iter().take(WALK).position(|(id, _, _)| *id >= request) {
             Some(i) if live[i].0 == request => i,
             Some(_) => return None,
             None if live.len() <= WALK => return None,
             None => live.binary_search_by_key(&request, |(id, _, _)| *id).ok()?,
         };
-        let at = self.head + i;
-        // `remove`'s choice: the fewer entries move.
+        let at = head + i;
+        let (_, purpose, deadline) = self.pending[at];
         if i < self.pending.len() - at {
-            self.pending[self.head..=at].rotate_right(1);
+            // Nearer the front (nearly always one or two places in): the
+            // earlier requests move up one place, one by one (no `memmove`
+            // call for so few), and `head` steps past the gap.
+            for j in (head..at).rev() {
+                self.pending[j + 1] = self.pending[j];
+            }
+            self.pending[head].0 = SPENT;
+            self.head = head + 1;
         } else {
-            self.pending[at..].rotate_left(1);
+            self.pending.remove(at);
         }
-        Some(())
+        if deadline == self.earliest {
+            self.earliest = earliest_of(&self.pending[self.head..]);
+        }
+        Some(purpose)
     }
 
     /// Remove the `i`-th request in flight; its purpose.

@@ -205,6 +205,8 @@ impl Reclaimer {
         }
     }
 
+    /// Out of line, as the worker's: `step` stays a call and a drain.
+    #[inline(never)]
     pub fn handle_input(&mut self, time: LocalTime, input: &LeaseInput) {
         self.wall_ms = time.wall_ms;
         let now = time.mono;
