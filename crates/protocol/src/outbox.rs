@@ -59,15 +59,32 @@ impl<P: Copy> Outbox<P> {
     }
 
     fn push(&mut self, output: LeaseOutput) {
+        self.push_to(output, false);
+    }
+
+    /// `push`; `in_place` (a constant where inlined) when the caller has
+    /// checked `sends_in_place`: the room is asserted, so the vector's own
+    /// test for it folds away and no growth is called.
+    #[inline(always)]
+    fn push_to(&mut self, output: LeaseOutput, in_place: bool) {
         assert!(
             self.queued.len() < MAX_QUEUED_OUTPUTS,
             "output queue overflow"
         );
+        if in_place {
+            assert!(self.queued.len() < self.queued.capacity(), "checked");
+        }
         self.queued.push(output);
     }
 
     #[inline]
     fn next_id(&mut self, purpose: P, deadline: Instant) -> RequestId {
+        self.next_id_to(purpose, deadline, false)
+    }
+
+    /// `next_id`; `in_place` as in `push_to`.
+    #[inline(always)]
+    fn next_id_to(&mut self, purpose: P, deadline: Instant, in_place: bool) -> RequestId {
         let id = RequestId(self.next_request);
         self.next_request += 1;
         // Reclaim the spent prefix: for free when nothing is in flight,
@@ -98,10 +115,23 @@ impl<P: Copy> Outbox<P> {
                 .last()
                 .is_none_or(|(last, _, _)| *last < id)
         );
+        if in_place {
+            assert!(self.pending.len() < self.pending.capacity(), "checked");
+        }
         self.pending.push((id, purpose, deadline));
         // `NEVER` when nothing else is in flight: the minimum is `deadline`.
         self.earliest = self.earliest.min(deadline);
         id
+    }
+
+    /// Whether a send now needs no call: room in both vectors, and no spent
+    /// prefix that `next_id` might reclaim. A caller that tests it first
+    /// and sends out of line when it fails keeps no frame for those calls.
+    #[inline(always)]
+    pub fn sends_in_place(&self) -> bool {
+        (self.head < 8)
+            & (self.pending.len() < self.pending.capacity())
+            & (self.queued.len() < self.queued.capacity())
     }
 
     /// `next_id`'s reclaim of a spent prefix of eight entries or more, once
@@ -117,6 +147,19 @@ impl<P: Copy> Outbox<P> {
     pub fn store(&mut self, op: StoreRequest<DocKey, DocValue>, purpose: P, deadline: Instant) {
         let request = self.next_id(purpose, deadline);
         self.push(Output::Store { request, op });
+    }
+
+    /// `store` after `sends_in_place` held: no call in it.
+    #[inline(always)]
+    pub fn store_in_place(
+        &mut self,
+        op: StoreRequest<DocKey, DocValue>,
+        purpose: P,
+        deadline: Instant,
+    ) {
+        debug_assert!(self.sends_in_place());
+        let request = self.next_id_to(purpose, deadline, true);
+        self.push_to(Output::Store { request, op }, true);
     }
 
     pub fn effect(&mut self, call: EffectRequest, purpose: P, deadline: Instant) {
