@@ -213,6 +213,33 @@ impl<P: Copy> Outbox<P> {
         self.take_inside(request)
     }
 
+    /// The purpose of the newest request in flight if it is `request`
+    /// (what `take` would find first), leaving it in flight.
+    #[inline(always)]
+    pub fn newest(&self, request: RequestId) -> Option<P> {
+        debug_assert_ne!(request, SPENT);
+        // A spent entry's id is `SPENT`, which no reply carries (see `take`).
+        match self.pending.last() {
+            Some(&(id, purpose, _)) if id == request => Some(purpose),
+            _ => None,
+        }
+    }
+
+    /// `take` for the newest request in flight, known to be `request`
+    /// (`newest` said so): asserted, with no search and no call.
+    #[inline(always)]
+    pub fn take_newest(&mut self, request: RequestId) -> P {
+        let Some(&(id, purpose, deadline)) = self.pending.last() else {
+            unreachable!("a request in flight")
+        };
+        assert!(id == request, "the newest request in flight");
+        self.pending.truncate(self.pending.len() - 1);
+        if deadline == self.earliest {
+            self.earliest = earliest_of(&self.pending[self.head..]);
+        }
+        purpose
+    }
+
     /// For `take`: a request neither the newest nor the oldest in flight,
     /// removed where it is (`remove`: the fewer entries move, the others
     /// keep their order); `None` when it is not in flight. One search and

@@ -350,19 +350,54 @@ impl Worker {
         self.out.drain_into(out);
     }
 
-    /// Timeouts (a quarter of the inputs) apart: a plain worker's skips the
-    /// replies' dispatch and their large frame. Out of line, so the host's
-    /// step keeps one call.
+    /// Timeouts (a quarter of the inputs) and empty pages (a fifth) apart:
+    /// a plain worker's skip the replies' dispatch and their large frame.
+    /// Out of line, so the host's step keeps one call.
     #[inline(never)]
     pub fn handle_input(&mut self, time: LocalTime, input: &LeaseInput) {
         if let Input::Timeout = input {
             self.timeout(time);
+        } else if let Input::StoreReply {
+            reply: StoreReply::Scanned { docs, .. },
+            ..
+        } = input
+            && docs.is_empty()
+        {
+            self.empty_page(time, input);
         } else {
             self.handle_any(time, input);
         }
     }
 
-    /// `handle_input` for a timeout, a plain worker's in a small frame.
+    /// `handle_input` for an empty page: nearly always a plain worker's
+    /// poll finding nothing pending (a fifth of the inputs), handled in no
+    /// frame (`on_poll_reply` for no documents, then `on_time_plain` as a
+    /// timeout's). Any other goes to `handle_any` untouched.
+    #[inline(never)]
+    fn empty_page(&mut self, time: LocalTime, input: &LeaseInput) {
+        let Input::StoreReply { request, .. } = *input else {
+            unreachable!("handle_input sends store replies only")
+        };
+        // The poll is the newest request in flight nearly always (a plain
+        // worker sends nothing while it waits for the page).
+        if !self.plain() || !matches!(self.out.newest(request), Some(Purpose::Poll)) {
+            return self.handle_any(time, input);
+        }
+        self.wall_ms = time.wall_ms;
+        let now = time.mono;
+        // Self-fencing first, as in `handle_any`.
+        if self.self_fenced(now) {
+            return;
+        }
+        let taken = self.out.take_newest(request);
+        debug_assert!(matches!(taken, Purpose::Poll));
+        // `on_poll_reply` with no documents: no candidates.
+        self.last_poll_candidates = 0;
+        self.poll_idle(now);
+        self.on_time_plain_by_tail_calls(now);
+    }
+
+    /// `handle_input` for a timeout, a plain worker's in no frame.
     #[inline(never)]
     fn timeout(&mut self, time: LocalTime) {
         if !self.plain() {
@@ -374,7 +409,76 @@ impl Worker {
         if self.self_fenced(now) {
             return;
         }
+        self.on_time_plain_by_tail_calls(now);
+    }
+
+    /// `on_time_plain`, its rarer steps (an expiry, a heartbeat, a recheck
+    /// or retry: about one timeout in four) by tail calls, so that its
+    /// caller keeps no frame. No clock reads the end of time: each is
+    /// `NEVER` when unset.
+    #[inline(always)]
+    fn on_time_plain_by_tail_calls(&mut self, now: Instant) {
+        debug_assert!(self.plain());
+        if now >= self.out.earliest_or_never() {
+            return self.on_time_plain_out_of_line(now);
+        }
+        if now >= self.next_heartbeat_at() {
+            return self.heartbeat_then_rest(now);
+        }
+        self.after_heartbeat(now);
+    }
+
+    /// `on_time_plain` for a timeout that expires a request (rare).
+    #[inline(never)]
+    fn on_time_plain_out_of_line(&mut self, now: Instant) {
         self.on_time_plain(now);
+    }
+
+    /// `on_time_plain` from the heartbeat on, for a timeout that sends one
+    /// (one in five): the send in place when there is room (no frame).
+    #[inline(never)]
+    fn heartbeat_then_rest(&mut self, now: Instant) {
+        if !self.out.sends_in_place() {
+            return self.heartbeat_making_room(now);
+        }
+        self.send_heartbeat_to(now, true);
+        self.after_heartbeat(now);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn heartbeat_making_room(&mut self, now: Instant) {
+        self.send_heartbeat(now);
+        self.after_heartbeat(now);
+    }
+
+    /// `on_time_plain` after its heartbeat: rechecks and retries out of
+    /// line (their walks need a frame), else the poll by a tail call.
+    #[inline(always)]
+    fn after_heartbeat(&mut self, now: Instant) {
+        if now >= self.due_from {
+            return self.runs_then_poll(now);
+        }
+        self.poll_if_due(now);
+    }
+
+    #[inline(never)]
+    fn runs_then_poll(&mut self, now: Instant) {
+        self.on_time_runs(now);
+        self.poll_if_due(now);
+    }
+
+    /// `on_time_plain`'s last step.
+    #[inline(always)]
+    fn poll_if_due(&mut self, now: Instant) {
+        // Worker mode holds no leases and creates none (both only follow
+        // `create_task_lease`): the busy slots are the runs and the claims,
+        // as in `poll_timeout`, without `busy_slots`' lease terms.
+        debug_assert!(self.leases.len() == 0 && self.lease_creates.len() == 0);
+        // No clock reads the end of time: no poll is in flight.
+        if now >= self.next_poll_at() && self.busy() < self.slots_per_worker {
+            self.poll(now);
+        }
     }
 
     /// The only writer of `phase`, so `plain` stays in step with it.
@@ -798,14 +902,7 @@ impl Worker {
             self.send_heartbeat(now);
         }
         self.on_time_runs(now);
-        // Worker mode holds no leases and creates none (both only follow
-        // `create_task_lease`): the busy slots are the runs and the claims,
-        // as in `poll_timeout`, without `busy_slots`' lease terms.
-        debug_assert!(self.leases.len() == 0 && self.lease_creates.len() == 0);
-        // No clock reads the end of time: no poll is in flight.
-        if now >= self.next_poll_at() && self.busy() < self.slots_per_worker {
-            self.poll(now);
-        }
+        self.poll_if_due(now);
     }
 
     /// What is due after an input unless `plain` (registering, or active
@@ -913,6 +1010,12 @@ impl Worker {
     }
 
     fn send_heartbeat(&mut self, now: Instant) {
+        self.send_heartbeat_to(now, false);
+    }
+
+    /// `send_heartbeat`; `in_place` as in `Outbox::store_in_place`.
+    #[inline(always)]
+    fn send_heartbeat_to(&mut self, now: Instant, in_place: bool) {
         debug_assert_eq!(self.phase, Phase::Active);
         let beats = self.beats + 1;
         let op = StoreRequest::PutIfVersion {
@@ -924,14 +1027,15 @@ impl Worker {
         self.heartbeat_in_flight = true;
         self.next_heartbeat_at = NEVER;
         let deadline = now.plus_us(self.store_timeout_us);
-        self.out.store(
-            op,
-            Purpose::Heartbeat {
-                sent_at: now,
-                beats,
-            },
-            deadline,
-        );
+        let purpose = Purpose::Heartbeat {
+            sent_at: now,
+            beats,
+        };
+        if in_place {
+            self.out.store_in_place(op, purpose, deadline);
+        } else {
+            self.out.store(op, purpose, deadline);
+        }
     }
 
     /// Nearly every poll finds room in both of the outbox's vectors and no
