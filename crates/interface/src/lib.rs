@@ -15,5 +15,5 @@ pub mod time;
 pub use effect::{EffectReply, EffectRequest, ServiceId};
 pub use fixed_bytes::FixedBytes;
 pub use node::{Input, Output, RequestId};
-pub use store::{Document, StoreReply, StoreRequest, Version};
+pub use store::{Document, KeyClasses, StoreReply, StoreRequest, Version};
 pub use time::{Instant, LocalTime};

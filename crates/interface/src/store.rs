@@ -121,3 +121,36 @@ pub enum StoreReply<K, V> {
     /// The store refused the request (outage); nothing was applied.
     Unavailable,
 }
+
+/// The classes a store's keys fall into: consecutive ranges of the key
+/// order, numbered in that order (`a < b` implies `a.class() <= b.class()`).
+///
+/// A store keeps a class's keys in order only once a scan or a delete
+/// reaches it: a class no scan reads (the protocol's task documents, a
+/// create each) then costs no ordered insert per create.
+pub trait KeyClasses {
+    /// How many classes there are: every key's class is below this.
+    const CLASSES: usize;
+
+    /// This key's class.
+    fn class(&self) -> usize;
+
+    /// Whether no key of this key's class sorts before it, so that a scan
+    /// ending here reads nothing of its class.
+    fn starts_class(&self) -> bool;
+}
+
+/// One class: every scan may read any key.
+impl KeyClasses for u32 {
+    const CLASSES: usize = 1;
+
+    #[inline(always)]
+    fn class(&self) -> usize {
+        0
+    }
+
+    #[inline(always)]
+    fn starts_class(&self) -> bool {
+        *self == 0
+    }
+}

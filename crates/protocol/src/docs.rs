@@ -3,7 +3,7 @@
 //! Key order matters: scans are key ranges. All heartbeat documents sort
 //! before all task documents; index keys live in their own ranges.
 
-use leasehold_interface::StoreRequest;
+use leasehold_interface::{KeyClasses, StoreRequest};
 use serde::{Deserialize, Serialize};
 use std::hash::{Hash, Hasher};
 
@@ -184,6 +184,30 @@ impl DocKey {
                 task: TaskId::END,
             },
         )
+    }
+}
+
+/// A class per variant: the order compares the variant first. Scans read
+/// heartbeats (`Member`, or `TaskLease` in task heartbeat mode), never task
+/// documents, so the store keeps no order of task keys (a create each).
+impl KeyClasses for DocKey {
+    const CLASSES: usize = 5;
+
+    #[inline(always)]
+    fn class(&self) -> usize {
+        usize::from(self.variant_rank())
+    }
+
+    /// The least key of each variant: every field at its least.
+    #[inline]
+    fn starts_class(&self) -> bool {
+        match *self {
+            DocKey::Member { owner } => owner == Owner::MIN,
+            DocKey::Task { task } | DocKey::PendingIdx { task } | DocKey::TaskLease { task } => {
+                task.0 == 0
+            }
+            DocKey::OwnedIdx { owner, task } => owner == Owner::MIN && task.0 == 0,
+        }
     }
 }
 
@@ -527,8 +551,24 @@ mod tests {
                 );
                 assert_eq!(a.partial_cmp(&b), Some(a.cmp(&b)));
                 assert_eq!(a.cmp(&b) == std::cmp::Ordering::Equal, a == b);
+                // Classes are ranges of the order, and a class's first key
+                // has nothing of its class before it.
+                if a < b {
+                    assert!(a.class() <= b.class(), "{a:?} against {b:?}");
+                    assert!(a.class() != b.class() || !b.starts_class(), "{b:?}");
+                }
             }
         }
+        for (start, _) in [
+            DocKey::member_range(),
+            DocKey::pending_range(),
+            DocKey::task_lease_range(),
+            DocKey::owned_range(Owner::MIN),
+        ] {
+            assert!(start.starts_class(), "{start:?}");
+        }
+        assert!(DocKey::Task { task: TaskId(0) }.starts_class());
+        assert!(keys.iter().all(|k| k.class() < DocKey::CLASSES));
     }
 
     /// Ids near the ends of their range (where a packed or shifted
@@ -577,6 +617,10 @@ mod tests {
             prop_assert_eq!(a.cmp(&b), derived(a).cmp(&derived(b)));
             prop_assert_eq!(b.cmp(&a), a.cmp(&b).reverse());
             prop_assert_eq!(a.cmp(&b) == std::cmp::Ordering::Equal, a == b);
+            if a < b {
+                prop_assert!(a.class() <= b.class());
+                prop_assert!(a.class() != b.class() || !b.starts_class());
+            }
             let owner = match a {
                 DocKey::Member { owner } | DocKey::OwnedIdx { owner, .. } => owner,
                 _ => Owner::MIN,

@@ -1,6 +1,6 @@
 //! The one trait a node implements to plug into the simulator.
 
-use leasehold_interface::{Input, Instant, LocalTime, Output};
+use leasehold_interface::{Input, Instant, KeyClasses, LocalTime, Output};
 use serde::Serialize;
 use std::fmt::Debug;
 use std::hash::Hash;
@@ -19,7 +19,7 @@ impl NodeId {
 
 /// A sans-IO state machine hosted by the simulator.
 pub trait Node {
-    type Key: Ord + Clone + Debug + Hash + Serialize;
+    type Key: Ord + Clone + Debug + Hash + Serialize + KeyClasses;
     type Value: Clone + Debug + Hash + Serialize;
     type Event: Clone + Debug + Hash + Serialize;
 

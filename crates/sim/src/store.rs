@@ -5,7 +5,7 @@
 //! Requests are applied atomically in arrival order. Every write takes the next
 //! value of one global revision counter as the document's version.
 
-use leasehold_interface::{Document, StoreReply, StoreRequest, Version};
+use leasehold_interface::{Document, KeyClasses, StoreReply, StoreRequest, Version};
 use rustc_hash::FxBuildHasher;
 use serde::Serialize;
 use std::borrow::Borrow;
@@ -202,21 +202,68 @@ impl<K: Hash + Eq, V> DocumentMap<K, V> {
     }
 }
 
+/// The keys of one class of documents (see [`KeyClasses`]): in order once a
+/// scan or a delete has reached the class, until then as they were created.
+enum ClassKeys<K> {
+    /// No scan nor delete has reached the class yet: its keys unordered, a
+    /// create's push instead of an ordered insert (friday-rush scans
+    /// heartbeats only, and creates a task document per task).
+    Unordered(Vec<K>),
+    Ordered(BTreeSet<K>),
+}
+
+impl<K: Ord> ClassKeys<K> {
+    /// Add `key`, absent until now.
+    #[inline(always)]
+    fn insert(&mut self, key: K) {
+        match self {
+            ClassKeys::Unordered(keys) => keys.push(key),
+            ClassKeys::Ordered(keys) => {
+                let fresh = keys.insert(key);
+                assert!(fresh, "an ordered key without its document");
+            }
+        }
+    }
+
+    /// The class's keys in order, ordered now if they were not yet (once
+    /// per class and run).
+    fn ordered(&mut self) -> &mut BTreeSet<K> {
+        if let ClassKeys::Unordered(keys) = self {
+            let count = keys.len();
+            let ordered: BTreeSet<K> = std::mem::take(keys).into_iter().collect();
+            assert!(ordered.len() == count, "a key created twice");
+            *self = ClassKeys::Ordered(ordered);
+        }
+        match self {
+            ClassKeys::Ordered(keys) => keys,
+            ClassKeys::Unordered(_) => unreachable!("ordered just now"),
+        }
+    }
+
+    /// The class's keys in order, which [`Self::ordered`] made them.
+    fn as_ordered(&self) -> &BTreeSet<K> {
+        match self {
+            ClassKeys::Ordered(keys) => keys,
+            ClassKeys::Unordered(_) => unreachable!("a scan of an unordered class"),
+        }
+    }
+}
+
 /// Documents are found by key through a hash map (a conditional write, the
 /// commonest request, is one probe instead of a B-tree descent); their keys
-/// are kept in order beside it for scans, which are rare on documents (every
-/// poll scans the index). The map is only probed, never iterated, so its
-/// order cannot reach a run.
+/// are kept in order beside it, by class, for scans, which are rare on
+/// documents (every poll scans the index). The map is only probed, never
+/// iterated, so its order cannot reach a run.
 pub struct VersionedStore<K, V> {
     docs: DocumentMap<K, V>,
-    /// The keys of `docs`, in order.
-    order: BTreeSet<K>,
+    /// The keys of `docs`, by class (`K::class()`).
+    order: Vec<ClassKeys<K>>,
     index: SecondaryIndex<K, V>,
     revision: Version,
     stats: StoreStats,
 }
 
-impl<K: Ord + Hash + Clone, V: Clone> Default for VersionedStore<K, V> {
+impl<K: Ord + Hash + Clone + KeyClasses, V: Clone> Default for VersionedStore<K, V> {
     fn default() -> Self {
         Self::new()
     }
@@ -268,13 +315,29 @@ fn page<'a, K: Ord + 'a, T: 'a, V>(
 }
 
 /// The documents of `docs` whose keys `order` holds from `start` on, in key
-/// order: what [`page`] walks for a document scan.
+/// order: what [`page`] walks for a document scan within one class.
 fn documents_from<'a, K: Ord + Hash, V>(
     docs: &'a DocumentMap<K, V>,
     order: &'a BTreeSet<K>,
     start: &K,
 ) -> impl Iterator<Item = (&'a K, &'a Entry<K, V>)> {
     let keys: btree_set::Range<'a, K> = order.range((Bound::Included(start), Bound::Unbounded));
+    with_documents(docs, keys)
+}
+
+/// [`documents_from`] through the classes `order` (in class order, each
+/// ordered), for a scan across classes.
+fn documents_across<'a, K: Ord + Hash, V>(
+    docs: &'a DocumentMap<K, V>,
+    order: &'a [ClassKeys<K>],
+    start: &'a K,
+) -> impl Iterator<Item = (&'a K, &'a Entry<K, V>)> {
+    let keys = order.iter().flat_map(move |class| {
+        let keys: btree_set::Range<'a, K> = class
+            .as_ordered()
+            .range((Bound::Included(start), Bound::Unbounded));
+        keys
+    });
     with_documents(docs, keys)
 }
 
@@ -286,20 +349,20 @@ fn with_documents<'a, K: Ord + Hash, V>(
     keys.map(|k| (k, docs.get(k).expect("an ordered key without its document")))
 }
 
-/// A new document, unindexed, at `vacant`'s key, and the key in `order`.
+/// A new document, unindexed, at `vacant`'s key, and the key in its class
+/// of `order`.
 ///
 /// Inlined: left to itself the compiler called it, some 30 instructions
 /// a create in arguments and saved registers (friday-rush 158.34 M ->
 /// 158.19 M instructions with it inlined).
 #[inline(always)]
-fn create<'a, K: Ord + Clone, V: Clone>(
-    order: &mut BTreeSet<K>,
+fn create<'a, K: Ord + Clone + KeyClasses, V: Clone>(
+    order: &mut [ClassKeys<K>],
     vacant: hash_map::VacantEntry<'a, K, Entry<K, V>>,
     version: Version,
     value: &V,
 ) -> &'a mut Entry<K, V> {
-    let fresh = order.insert(vacant.key().clone());
-    assert!(fresh, "an ordered key without its document");
+    order[vacant.key().class()].insert(vacant.key().clone());
     vacant.insert(Entry {
         version,
         value: value.clone(),
@@ -412,11 +475,13 @@ fn entries_from<'a, K: Ord>(
     index.range::<K, _>((Bound::Included(start), Bound::Unbounded))
 }
 
-impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
+impl<K: Ord + Hash + Clone + KeyClasses, V: Clone> VersionedStore<K, V> {
     pub fn new() -> Self {
         VersionedStore {
             docs: DocumentMap::new(),
-            order: BTreeSet::new(),
+            order: (0..K::CLASSES)
+                .map(|_| ClassKeys::Unordered(Vec::new()))
+                .collect(),
             index: SecondaryIndex {
                 entries: BTreeSet::new(),
                 copies: Copies {
@@ -454,7 +519,19 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
 
     /// Every document in key order (for end-of-run inspection).
     pub fn documents(&self) -> impl Iterator<Item = Document<K, V>> + '_ {
-        with_documents(&self.docs, self.order.iter()).map(|(k, e)| document(k, e))
+        let mut keys: Vec<&K> = Vec::with_capacity(self.docs.len());
+        for class in &self.order {
+            match class {
+                ClassKeys::Ordered(ordered) => keys.extend(ordered),
+                ClassKeys::Unordered(unordered) => {
+                    let from = keys.len();
+                    keys.extend(unordered);
+                    // Keys are distinct: an unstable sort is the one order.
+                    keys[from..].sort_unstable();
+                }
+            }
+        }
+        with_documents(&self.docs, keys.into_iter()).map(|(k, e)| document(k, e))
     }
 
     fn next_version(&mut self) -> Version {
@@ -620,7 +697,7 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
                 match &before {
                     Some(doc) if doc.version == *expected => {
                         let entry = self.docs.remove(key).expect("checked present");
-                        let ordered = self.order.remove(key);
+                        let ordered = self.order[key.class()].ordered().remove(key);
                         assert!(ordered, "a document without its ordered key");
                         if let Some((index, at)) = entry.index {
                             let removed = self.index.entries.take(&index).map(|e| e.at);
@@ -644,12 +721,29 @@ impl<K: Ord + Hash + Clone, V: Clone> VersionedStore<K, V> {
             StoreRequest::Scan { start, end, limit } => {
                 self.stats.scans += 1;
                 let (docs, more) = if start < end {
-                    page(
-                        documents_from(&self.docs, &self.order, start),
-                        end,
-                        *limit,
-                        document,
-                    )
+                    // The classes from `start`'s to `end`'s (that one only
+                    // if some key of it sorts before `end`), ordered.
+                    let classes = start.class()..end.class() + usize::from(!end.starts_class());
+                    for class in &mut self.order[classes.clone()] {
+                        class.ordered();
+                    }
+                    let order = &self.order[classes];
+                    // Scans keep to one class (a heartbeat range), a walk
+                    // of one tree; a scan across classes chains theirs.
+                    match order {
+                        [class] => page(
+                            documents_from(&self.docs, class.as_ordered(), start),
+                            end,
+                            *limit,
+                            document,
+                        ),
+                        _ => page(
+                            documents_across(&self.docs, order, start),
+                            end,
+                            *limit,
+                            document,
+                        ),
+                    }
                 } else {
                     (Vec::new(), false)
                 };
