@@ -42,8 +42,15 @@ struct Shown<K, V> {
 
 /// The unique secondary index: its entries, by index key, name the slot of
 /// the copy they show.
+///
+/// A tree per key class (see [`KeyClasses`]): the protocol's pending
+/// entries, a handful between a create and its claim, sit in a tree of
+/// their own instead of in the leftmost leaf of the running tasks' tree,
+/// where every claim's removal underflowed it (a steal or merge in one
+/// removal of three).
 struct SecondaryIndex<K, V> {
-    entries: BTreeSet<IndexEntry<K>>,
+    /// By class (`K::class()`).
+    entries: Vec<BTreeSet<IndexEntry<K>>>,
     copies: Copies<K, V>,
 }
 
@@ -370,7 +377,7 @@ fn create<'a, K: Ord + Clone + KeyClasses, V: Clone>(
     })
 }
 
-impl<K: Ord + Clone, V: Clone> SecondaryIndex<K, V> {
+impl<K: Ord + Clone + KeyClasses, V: Clone> SecondaryIndex<K, V> {
     /// Move the index entry of document `doc`, at `key`, from the index key
     /// it has to `new` (either may be absent), and refresh the copy it shows
     /// to the document's version and value, just written.
@@ -388,7 +395,8 @@ impl<K: Ord + Clone, V: Clone> SecondaryIndex<K, V> {
                 let copy = &self.copies.slots[*at as usize];
                 assert!(copy.indexed, "index entry missing for a live document");
                 debug_assert!(
-                    self.entries.get(new).map(|e| e.at) == Some(*at) && copy.key == *key,
+                    self.entries[new.class()].get(new).map(|e| e.at) == Some(*at)
+                        && copy.key == *key,
                     "index entry names another document"
                 );
                 self.copies.refresh(*at, doc.version, &doc.value);
@@ -407,7 +415,7 @@ impl<K: Ord + Clone, V: Clone> SecondaryIndex<K, V> {
             index: slot,
         } = doc;
         let kept = slot.take().map(|(old, at)| {
-            let removed = self.entries.take(&old).map(|e| e.at);
+            let removed = self.entries[old.class()].take(&old).map(|e| e.at);
             assert!(
                 removed == Some(at) && self.copies.slots[at as usize].key == *key,
                 "index entry missing for a live document"
@@ -428,7 +436,7 @@ impl<K: Ord + Clone, V: Clone> SecondaryIndex<K, V> {
                         indexed: true,
                     }),
                 };
-                let fresh = self.entries.insert(IndexEntry {
+                let fresh = self.entries[new.class()].insert(IndexEntry {
                     key: new.clone(),
                     at,
                 });
@@ -467,6 +475,34 @@ fn scan_from<'a, K: Ord, V>(
     }
 }
 
+/// [`page`] over the entries of the index's trees by class, `entries`, in
+/// `start..end`: [`scan_from`] on the one class holding the range (every
+/// scan the protocol makes), or a walk through the classes it spans.
+#[inline(always)]
+fn scan_index<'a, K: Ord + KeyClasses, V>(
+    entries: &'a [BTreeSet<IndexEntry<K>>],
+    start: &K,
+    end: &K,
+    limit: u32,
+    doc: impl Fn(&'a K, &'a u32) -> Document<K, V>,
+) -> (Vec<Document<K, V>>, bool) {
+    let class = start.class();
+    if class == end.class() {
+        return scan_from(&entries[class], start, end, limit, doc);
+    }
+    if start >= end {
+        return (Vec::new(), false);
+    }
+    // Up to `end`'s class, if some key of it sorts before `end`: walked
+    // through, not by `scan_from`, whose one call is then inlined.
+    let classes = class..end.class() + usize::from(!end.starts_class());
+    let pair = |e: &'a IndexEntry<K>| (&e.key, &e.at);
+    let walk = entries[classes]
+        .iter()
+        .flat_map(|index| entries_from(index, start));
+    page(walk.map(pair), end, limit, doc)
+}
+
 /// The entries of `index` from `start` on, in key order.
 fn entries_from<'a, K: Ord>(
     index: &'a BTreeSet<IndexEntry<K>>,
@@ -483,7 +519,7 @@ impl<K: Ord + Hash + Clone + KeyClasses, V: Clone> VersionedStore<K, V> {
                 .map(|_| ClassKeys::Unordered(Vec::new()))
                 .collect(),
             index: SecondaryIndex {
-                entries: BTreeSet::new(),
+                entries: (0..K::CLASSES).map(|_| BTreeSet::new()).collect(),
                 copies: Copies {
                     slots: Vec::new(),
                     free: Vec::new(),
@@ -641,7 +677,7 @@ impl<K: Ord + Hash + Clone + KeyClasses, V: Clone> VersionedStore<K, V> {
                 self.stats.index_scans += 1;
                 let (docs, more) = {
                     let copies = &self.index.copies.slots;
-                    scan_from(&self.index.entries, start, end, *limit, |_, at| {
+                    scan_index(&self.index.entries, start, end, *limit, |_, at| {
                         let e = &copies[*at as usize];
                         debug_assert!(
                             e.indexed
@@ -700,7 +736,8 @@ impl<K: Ord + Hash + Clone + KeyClasses, V: Clone> VersionedStore<K, V> {
                         let ordered = self.order[key.class()].ordered().remove(key);
                         assert!(ordered, "a document without its ordered key");
                         if let Some((index, at)) = entry.index {
-                            let removed = self.index.entries.take(&index).map(|e| e.at);
+                            let removed =
+                                self.index.entries[index.class()].take(&index).map(|e| e.at);
                             assert!(
                                 removed == Some(at)
                                     && self.index.copies.slots[at as usize].key == *key,
