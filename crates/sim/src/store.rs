@@ -296,17 +296,25 @@ fn document<K: Clone, V: Clone>(key: &K, e: &Entry<K, V>) -> Document<K, V> {
 /// [`entries_from`]), and the walk stops at `end` itself: `BTreeMap::range(start..end)`
 /// descends the tree a second time to find `end`, which cost a poll's scan of
 /// a few documents as much again.
+///
+/// `most`: at most how many entries the walk holds below `end`, when that
+/// is known (see [`most_of`]): the page then has room for all of its
+/// documents from the start (exactly, for a walk from the tree's first
+/// entry), where growing it (a reclaimer's sweep of the running tasks or of
+/// the heartbeats, a few dozen documents or a full page) reallocated it two
+/// to four times.
 fn page<'a, K: Ord + 'a, T: 'a, V>(
     mut entries: impl Iterator<Item = (&'a K, &'a T)>,
     end: &K,
     limit: u32,
+    most: Option<usize>,
     doc: impl Fn(&'a K, &'a T) -> Document<K, V>,
 ) -> (Vec<Document<K, V>>, bool) {
     let limit = limit.clamp(1, MAX_SCAN_LIMIT) as usize;
     let Some((key, entry)) = entries.next().filter(|(k, _)| *k < end) else {
         return (Vec::new(), false);
     };
-    let mut page = Vec::with_capacity(limit.min(8));
+    let mut page = Vec::with_capacity(most.map_or(limit.min(8), |most| most.min(limit)));
     page.push(doc(key, entry));
     // Bounded by `limit`.
     for (key, entry) in entries {
@@ -319,6 +327,13 @@ fn page<'a, K: Ord + 'a, T: 'a, V>(
         page.push(doc(key, entry));
     }
     (page, false)
+}
+
+/// How many keys `tree` holds, if every one is below `end`: at most what a
+/// scan up to `end` reads.
+fn most_of<T: Ord + Borrow<K>, K: Ord>(tree: &BTreeSet<T>, end: &K) -> Option<usize> {
+    let last = tree.last()?;
+    (last.borrow() < end).then_some(tree.len())
 }
 
 /// The documents of `docs` whose keys `order` holds from `start` on, in key
@@ -470,8 +485,13 @@ fn scan_from<'a, K: Ord, V>(
         Some(first) if *end <= first.key => (Vec::new(), false),
         None => (Vec::new(), false),
         Some(_) if start >= end => (Vec::new(), false),
-        Some(first) if *start <= first.key => page(index.iter().map(pair), end, limit, doc),
-        Some(_) => page(entries_from(index, start).map(pair), end, limit, doc),
+        Some(first) if *start <= first.key => {
+            page(index.iter().map(pair), end, limit, most_of(index, end), doc)
+        }
+        Some(_) => {
+            let most = most_of(index, end);
+            page(entries_from(index, start).map(pair), end, limit, most, doc)
+        }
     }
 }
 
@@ -500,7 +520,7 @@ fn scan_index<'a, K: Ord + KeyClasses, V>(
     let walk = entries[classes]
         .iter()
         .flat_map(|index| entries_from(index, start));
-    page(walk.map(pair), end, limit, doc)
+    page(walk.map(pair), end, limit, None, doc)
 }
 
 /// The entries of `index` from `start` on, in key order.
@@ -772,12 +792,14 @@ impl<K: Ord + Hash + Clone + KeyClasses, V: Clone> VersionedStore<K, V> {
                             documents_from(&self.docs, class.as_ordered(), start),
                             end,
                             *limit,
+                            most_of(class.as_ordered(), end),
                             document,
                         ),
                         _ => page(
                             documents_across(&self.docs, order, start),
                             end,
                             *limit,
+                            None,
                             document,
                         ),
                     }
