@@ -268,6 +268,51 @@ pub struct VersionedStore<K, V> {
     index: SecondaryIndex<K, V>,
     revision: Version,
     stats: StoreStats,
+    pages: SparePages<K, V>,
+}
+
+/// The most emptied scan pages [`SparePages`] keeps.
+const SPARE_PAGES: usize = 64;
+
+/// The most documents a kept page has room for: a larger one (a scan with a
+/// large limit) is freed, so that the spares hold no more than a few pages'
+/// worth of a run's usual scans.
+const SPARE_PAGE_DOCS: usize = 256;
+
+/// Emptied scan pages, given back by the simulator once a node has stepped
+/// on the reply that carried them ([`VersionedStore::recycle`]), for the next
+/// scans to fill: a scan that finds documents (a poll that finds work,
+/// more often per event the larger the fleet) otherwise allocated its page,
+/// the run's one allocation per event that grew with the fleet. Bounded:
+/// at most `SPARE_PAGES` pages, each with room for at most `SPARE_PAGE_DOCS`.
+struct SparePages<K, V> {
+    pages: Vec<Vec<Document<K, V>>>,
+}
+
+impl<K, V> SparePages<K, V> {
+    fn new() -> Self {
+        SparePages {
+            pages: Vec::with_capacity(SPARE_PAGES),
+        }
+    }
+
+    /// An empty page, a spare one if any is left.
+    fn take(&mut self) -> Vec<Document<K, V>> {
+        let page = self.pages.pop().unwrap_or_default();
+        debug_assert!(page.is_empty());
+        page
+    }
+
+    /// Keep `page` (emptied) for a later scan, unless the spares are full
+    /// or it is too large to keep.
+    fn put(&mut self, mut page: Vec<Document<K, V>>) {
+        debug_assert!(self.pages.len() <= SPARE_PAGES);
+        let capacity = page.capacity();
+        if self.pages.len() < SPARE_PAGES && capacity > 0 && capacity <= SPARE_PAGE_DOCS {
+            page.clear();
+            self.pages.push(page);
+        }
+    }
 }
 
 impl<K: Ord + Hash + Clone + KeyClasses, V: Clone> Default for VersionedStore<K, V> {
@@ -290,7 +335,8 @@ fn document<K: Clone, V: Clone>(key: &K, e: &Entry<K, V>) -> Document<K, V> {
 /// page allocates nothing, and a short one little: most polls find a handful
 /// of pending tasks or none, and reserving the whole page up front (16
 /// documents per poll, 1.1 KiB, past mimalloc's small sizes) made it the
-/// run's costliest allocation.
+/// run's costliest allocation. A page that finds documents is one of
+/// `spare`'s, if it has any (see [`SparePages`]).
 ///
 /// `entries` runs from the scan's start to the end of the map (see
 /// [`entries_from`]), and the walk stops at `end` itself: `BTreeMap::range(start..end)`
@@ -308,13 +354,16 @@ fn page<'a, K: Ord + 'a, T: 'a, V>(
     end: &K,
     limit: u32,
     most: Option<usize>,
+    spare: &mut SparePages<K, V>,
     doc: impl Fn(&'a K, &'a T) -> Document<K, V>,
 ) -> (Vec<Document<K, V>>, bool) {
     let limit = limit.clamp(1, MAX_SCAN_LIMIT) as usize;
     let Some((key, entry)) = entries.next().filter(|(k, _)| *k < end) else {
         return (Vec::new(), false);
     };
-    let mut page = Vec::with_capacity(most.map_or(limit.min(8), |most| most.min(limit)));
+    let mut page = spare.take();
+    // Exactly, not doubled: a spare page grows only to what this scan reads.
+    page.reserve_exact(most.map_or(limit.min(8), |most| most.min(limit)));
     page.push(doc(key, entry));
     // Bounded by `limit`.
     for (key, entry) in entries {
@@ -477,6 +526,7 @@ fn scan_from<'a, K: Ord, V>(
     start: &K,
     end: &K,
     limit: u32,
+    spare: &mut SparePages<K, V>,
     doc: impl Fn(&'a K, &'a u32) -> Document<K, V>,
 ) -> (Vec<Document<K, V>>, bool) {
     let pair = |e: &'a IndexEntry<K>| (&e.key, &e.at);
@@ -486,11 +536,19 @@ fn scan_from<'a, K: Ord, V>(
         None => (Vec::new(), false),
         Some(_) if start >= end => (Vec::new(), false),
         Some(first) if *start <= first.key => {
-            page(index.iter().map(pair), end, limit, most_of(index, end), doc)
+            let most = most_of(index, end);
+            page(index.iter().map(pair), end, limit, most, spare, doc)
         }
         Some(_) => {
             let most = most_of(index, end);
-            page(entries_from(index, start).map(pair), end, limit, most, doc)
+            page(
+                entries_from(index, start).map(pair),
+                end,
+                limit,
+                most,
+                spare,
+                doc,
+            )
         }
     }
 }
@@ -504,11 +562,12 @@ fn scan_index<'a, K: Ord + KeyClasses, V>(
     start: &K,
     end: &K,
     limit: u32,
+    spare: &mut SparePages<K, V>,
     doc: impl Fn(&'a K, &'a u32) -> Document<K, V>,
 ) -> (Vec<Document<K, V>>, bool) {
     let class = start.class();
     if class == end.class() {
-        return scan_from(&entries[class], start, end, limit, doc);
+        return scan_from(&entries[class], start, end, limit, spare, doc);
     }
     if start >= end {
         return (Vec::new(), false);
@@ -520,7 +579,7 @@ fn scan_index<'a, K: Ord + KeyClasses, V>(
     let walk = entries[classes]
         .iter()
         .flat_map(|index| entries_from(index, start));
-    page(walk.map(pair), end, limit, None, doc)
+    page(walk.map(pair), end, limit, None, spare, doc)
 }
 
 /// The entries of `index` from `start` on, in key order.
@@ -547,6 +606,7 @@ impl<K: Ord + Hash + Clone + KeyClasses, V: Clone> VersionedStore<K, V> {
             },
             revision: 0,
             stats: StoreStats::default(),
+            pages: SparePages::new(),
         }
     }
 
@@ -697,7 +757,8 @@ impl<K: Ord + Hash + Clone + KeyClasses, V: Clone> VersionedStore<K, V> {
                 self.stats.index_scans += 1;
                 let (docs, more) = {
                     let copies = &self.index.copies.slots;
-                    scan_index(&self.index.entries, start, end, *limit, |_, at| {
+                    let spare = &mut self.pages;
+                    scan_index(&self.index.entries, start, end, *limit, spare, |_, at| {
                         let e = &copies[*at as usize];
                         debug_assert!(
                             e.indexed
@@ -793,6 +854,7 @@ impl<K: Ord + Hash + Clone + KeyClasses, V: Clone> VersionedStore<K, V> {
                             end,
                             *limit,
                             most_of(class.as_ordered(), end),
+                            &mut self.pages,
                             document,
                         ),
                         _ => page(
@@ -800,6 +862,7 @@ impl<K: Ord + Hash + Clone + KeyClasses, V: Clone> VersionedStore<K, V> {
                             end,
                             *limit,
                             None,
+                            &mut self.pages,
                             document,
                         ),
                     }
@@ -816,6 +879,13 @@ impl<K: Ord + Hash + Clone + KeyClasses, V: Clone> VersionedStore<K, V> {
                 unreachable!("answered inline by `answer`")
             }
         }
+    }
+
+    /// Take back a scan's page once its reader is done with it, for a later
+    /// scan to fill (see [`SparePages`]).
+    #[inline]
+    pub fn recycle(&mut self, page: Vec<Document<K, V>>) {
+        self.pages.put(page);
     }
 
     pub fn count_unavailable(&mut self) {
@@ -997,5 +1067,48 @@ mod tests {
         assert_eq!(scan_keys(&mut s, true, 50, 103, 10), (vec![0, 1, 2], false));
         assert_eq!(scan_keys(&mut s, true, 50, 103, 2), (vec![0, 1], true));
         assert_eq!(scan_keys(&mut s, true, 0, 100, 5), (vec![], false));
+    }
+
+    /// A page given back is the next scan's, emptied and refilled; the
+    /// spares keep no more than `SPARE_PAGES` pages, none too large.
+    #[test]
+    fn recycled_pages_are_refilled() {
+        let mut s = VersionedStore::new();
+        for k in 0..4u32 {
+            s.apply(&StoreRequest::CreateIfAbsent {
+                key: k,
+                value: "p",
+                index: Some(100 + k),
+            });
+        }
+        let scan = |s: &mut VersionedStore<u32, &'static str>, limit| {
+            let request = StoreRequest::ScanIndex {
+                start: 100,
+                end: 200,
+                limit,
+            };
+            match s.apply(&request).0 {
+                StoreReply::Scanned { docs, .. } => docs,
+                other => panic!("{other:?}"),
+            }
+        };
+        let page = scan(&mut s, 4);
+        let at = page.as_ptr();
+        s.recycle(page);
+        let page = scan(&mut s, 2);
+        assert_eq!(page.as_ptr(), at);
+        assert_eq!(page.iter().map(|d| d.key).collect::<Vec<_>>(), [0, 1]);
+        s.recycle(page);
+        for _ in 0..SPARE_PAGES + 1 {
+            s.recycle(Vec::with_capacity(1));
+        }
+        s.recycle(Vec::with_capacity(SPARE_PAGE_DOCS + 1));
+        assert_eq!(s.pages.pages.len(), SPARE_PAGES);
+        assert!(
+            s.pages
+                .pages
+                .iter()
+                .all(|p| p.capacity() <= SPARE_PAGE_DOCS)
+        );
     }
 }
