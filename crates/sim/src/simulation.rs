@@ -1018,11 +1018,32 @@ impl<N: Node> Simulation<N> {
     }
 
     /// Step `node` on `input`; `out` (empty) receives its outputs, and is
-    /// left empty.
+    /// left empty. A scan's page the input carries goes back to the store
+    /// once the step is done with it, for a later scan to fill: an
+    /// allocation per scan that finds documents, otherwise.
     fn step<O: Observer<N::Key, N::Value, N::Event>>(
         &mut self,
         node: NodeId,
         input: Input<N::Key, N::Value>,
+        out: &mut Outputs<N>,
+        observer: &mut O,
+    ) {
+        self.step_on(node, &input, out, observer);
+        if let Input::StoreReply {
+            reply: StoreReply::Scanned { docs, .. },
+            ..
+        } = input
+        {
+            self.store.recycle(docs);
+        }
+    }
+
+    /// [`Self::step`], up to its input's drop.
+    #[inline(always)]
+    fn step_on<O: Observer<N::Key, N::Value, N::Event>>(
+        &mut self,
+        node: NodeId,
+        input: &Input<N::Key, N::Value>,
         out: &mut Outputs<N>,
         observer: &mut O,
     ) {
@@ -1038,7 +1059,7 @@ impl<N: Node> Simulation<N> {
             pausable: slot.spec.pausable,
         };
         let (incarnation, node_step) = (slot.incarnation, slot.steps);
-        let tag = || input_tag(&input);
+        let tag = || input_tag(input);
         let fault = self
             .faults
             .step_fault(node, node_step, now_us, targets, &tag);
@@ -1079,14 +1100,14 @@ impl<N: Node> Simulation<N> {
                 node,
                 incarnation,
                 local: local.mono,
-                input: InputSummary::of(&input),
+                input: InputSummary::of(input),
             },
         );
         debug_assert!(out.is_empty());
         slot.node
             .as_mut()
             .expect("stepping a live node")
-            .step(local, &input, out);
+            .step(local, input, out);
         if let Some(cut @ (StepFault::CrashBetweenOutputs { .. } | StepFault::Pause { .. })) = fault
         {
             return self.step_cut_short(node, incarnation, node_step, cut, out, observer);

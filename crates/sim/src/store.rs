@@ -42,8 +42,15 @@ struct Shown<K, V> {
 
 /// The unique secondary index: its entries, by index key, name the slot of
 /// the copy they show.
+///
+/// A tree per key class (see [`KeyClasses`]): the protocol's pending
+/// entries, a handful between a create and its claim, sit in a tree of
+/// their own instead of in the leftmost leaf of the running tasks' tree,
+/// where every claim's removal underflowed it (a steal or merge in one
+/// removal of three).
 struct SecondaryIndex<K, V> {
-    entries: BTreeSet<IndexEntry<K>>,
+    /// By class (`K::class()`).
+    entries: Vec<BTreeSet<IndexEntry<K>>>,
     copies: Copies<K, V>,
 }
 
@@ -261,6 +268,51 @@ pub struct VersionedStore<K, V> {
     index: SecondaryIndex<K, V>,
     revision: Version,
     stats: StoreStats,
+    pages: SparePages<K, V>,
+}
+
+/// The most emptied scan pages [`SparePages`] keeps.
+const SPARE_PAGES: usize = 64;
+
+/// The most documents a kept page has room for: a larger one (a scan with a
+/// large limit) is freed, so that the spares hold no more than a few pages'
+/// worth of a run's usual scans.
+const SPARE_PAGE_DOCS: usize = 256;
+
+/// Emptied scan pages, given back by the simulator once a node has stepped
+/// on the reply that carried them ([`VersionedStore::recycle`]), for the next
+/// scans to fill: a scan that finds documents (a poll that finds work,
+/// more often per event the larger the fleet) otherwise allocated its page,
+/// the run's one allocation per event that grew with the fleet. Bounded:
+/// at most `SPARE_PAGES` pages, each with room for at most `SPARE_PAGE_DOCS`.
+struct SparePages<K, V> {
+    pages: Vec<Vec<Document<K, V>>>,
+}
+
+impl<K, V> SparePages<K, V> {
+    fn new() -> Self {
+        SparePages {
+            pages: Vec::with_capacity(SPARE_PAGES),
+        }
+    }
+
+    /// An empty page, a spare one if any is left.
+    fn take(&mut self) -> Vec<Document<K, V>> {
+        let page = self.pages.pop().unwrap_or_default();
+        debug_assert!(page.is_empty());
+        page
+    }
+
+    /// Keep `page` (emptied) for a later scan, unless the spares are full
+    /// or it is too large to keep.
+    fn put(&mut self, mut page: Vec<Document<K, V>>) {
+        debug_assert!(self.pages.len() <= SPARE_PAGES);
+        let capacity = page.capacity();
+        if self.pages.len() < SPARE_PAGES && capacity > 0 && capacity <= SPARE_PAGE_DOCS {
+            page.clear();
+            self.pages.push(page);
+        }
+    }
 }
 
 impl<K: Ord + Hash + Clone + KeyClasses, V: Clone> Default for VersionedStore<K, V> {
@@ -283,23 +335,35 @@ fn document<K: Clone, V: Clone>(key: &K, e: &Entry<K, V>) -> Document<K, V> {
 /// page allocates nothing, and a short one little: most polls find a handful
 /// of pending tasks or none, and reserving the whole page up front (16
 /// documents per poll, 1.1 KiB, past mimalloc's small sizes) made it the
-/// run's costliest allocation.
+/// run's costliest allocation. A page that finds documents is one of
+/// `spare`'s, if it has any (see [`SparePages`]).
 ///
 /// `entries` runs from the scan's start to the end of the map (see
 /// [`entries_from`]), and the walk stops at `end` itself: `BTreeMap::range(start..end)`
 /// descends the tree a second time to find `end`, which cost a poll's scan of
 /// a few documents as much again.
+///
+/// `most`: at most how many entries the walk holds below `end`, when that
+/// is known (see [`most_of`]): the page then has room for all of its
+/// documents from the start (exactly, for a walk from the tree's first
+/// entry), where growing it (a reclaimer's sweep of the running tasks or of
+/// the heartbeats, a few dozen documents or a full page) reallocated it two
+/// to four times.
 fn page<'a, K: Ord + 'a, T: 'a, V>(
     mut entries: impl Iterator<Item = (&'a K, &'a T)>,
     end: &K,
     limit: u32,
+    most: Option<usize>,
+    spare: &mut SparePages<K, V>,
     doc: impl Fn(&'a K, &'a T) -> Document<K, V>,
 ) -> (Vec<Document<K, V>>, bool) {
     let limit = limit.clamp(1, MAX_SCAN_LIMIT) as usize;
     let Some((key, entry)) = entries.next().filter(|(k, _)| *k < end) else {
         return (Vec::new(), false);
     };
-    let mut page = Vec::with_capacity(limit.min(8));
+    let mut page = spare.take();
+    // Exactly, not doubled: a spare page grows only to what this scan reads.
+    page.reserve_exact(most.map_or(limit.min(8), |most| most.min(limit)));
     page.push(doc(key, entry));
     // Bounded by `limit`.
     for (key, entry) in entries {
@@ -312,6 +376,13 @@ fn page<'a, K: Ord + 'a, T: 'a, V>(
         page.push(doc(key, entry));
     }
     (page, false)
+}
+
+/// How many keys `tree` holds, if every one is below `end`: at most what a
+/// scan up to `end` reads.
+fn most_of<T: Ord + Borrow<K>, K: Ord>(tree: &BTreeSet<T>, end: &K) -> Option<usize> {
+    let last = tree.last()?;
+    (last.borrow() < end).then_some(tree.len())
 }
 
 /// The documents of `docs` whose keys `order` holds from `start` on, in key
@@ -370,7 +441,7 @@ fn create<'a, K: Ord + Clone + KeyClasses, V: Clone>(
     })
 }
 
-impl<K: Ord + Clone, V: Clone> SecondaryIndex<K, V> {
+impl<K: Ord + Clone + KeyClasses, V: Clone> SecondaryIndex<K, V> {
     /// Move the index entry of document `doc`, at `key`, from the index key
     /// it has to `new` (either may be absent), and refresh the copy it shows
     /// to the document's version and value, just written.
@@ -388,7 +459,8 @@ impl<K: Ord + Clone, V: Clone> SecondaryIndex<K, V> {
                 let copy = &self.copies.slots[*at as usize];
                 assert!(copy.indexed, "index entry missing for a live document");
                 debug_assert!(
-                    self.entries.get(new).map(|e| e.at) == Some(*at) && copy.key == *key,
+                    self.entries[new.class()].get(new).map(|e| e.at) == Some(*at)
+                        && copy.key == *key,
                     "index entry names another document"
                 );
                 self.copies.refresh(*at, doc.version, &doc.value);
@@ -407,7 +479,7 @@ impl<K: Ord + Clone, V: Clone> SecondaryIndex<K, V> {
             index: slot,
         } = doc;
         let kept = slot.take().map(|(old, at)| {
-            let removed = self.entries.take(&old).map(|e| e.at);
+            let removed = self.entries[old.class()].take(&old).map(|e| e.at);
             assert!(
                 removed == Some(at) && self.copies.slots[at as usize].key == *key,
                 "index entry missing for a live document"
@@ -428,7 +500,7 @@ impl<K: Ord + Clone, V: Clone> SecondaryIndex<K, V> {
                         indexed: true,
                     }),
                 };
-                let fresh = self.entries.insert(IndexEntry {
+                let fresh = self.entries[new.class()].insert(IndexEntry {
                     key: new.clone(),
                     at,
                 });
@@ -454,6 +526,7 @@ fn scan_from<'a, K: Ord, V>(
     start: &K,
     end: &K,
     limit: u32,
+    spare: &mut SparePages<K, V>,
     doc: impl Fn(&'a K, &'a u32) -> Document<K, V>,
 ) -> (Vec<Document<K, V>>, bool) {
     let pair = |e: &'a IndexEntry<K>| (&e.key, &e.at);
@@ -462,9 +535,51 @@ fn scan_from<'a, K: Ord, V>(
         Some(first) if *end <= first.key => (Vec::new(), false),
         None => (Vec::new(), false),
         Some(_) if start >= end => (Vec::new(), false),
-        Some(first) if *start <= first.key => page(index.iter().map(pair), end, limit, doc),
-        Some(_) => page(entries_from(index, start).map(pair), end, limit, doc),
+        Some(first) if *start <= first.key => {
+            let most = most_of(index, end);
+            page(index.iter().map(pair), end, limit, most, spare, doc)
+        }
+        Some(_) => {
+            let most = most_of(index, end);
+            page(
+                entries_from(index, start).map(pair),
+                end,
+                limit,
+                most,
+                spare,
+                doc,
+            )
+        }
     }
+}
+
+/// [`page`] over the entries of the index's trees by class, `entries`, in
+/// `start..end`: [`scan_from`] on the one class holding the range (every
+/// scan the protocol makes), or a walk through the classes it spans.
+#[inline(always)]
+fn scan_index<'a, K: Ord + KeyClasses, V>(
+    entries: &'a [BTreeSet<IndexEntry<K>>],
+    start: &K,
+    end: &K,
+    limit: u32,
+    spare: &mut SparePages<K, V>,
+    doc: impl Fn(&'a K, &'a u32) -> Document<K, V>,
+) -> (Vec<Document<K, V>>, bool) {
+    let class = start.class();
+    if class == end.class() {
+        return scan_from(&entries[class], start, end, limit, spare, doc);
+    }
+    if start >= end {
+        return (Vec::new(), false);
+    }
+    // Up to `end`'s class, if some key of it sorts before `end`: walked
+    // through, not by `scan_from`, whose one call is then inlined.
+    let classes = class..end.class() + usize::from(!end.starts_class());
+    let pair = |e: &'a IndexEntry<K>| (&e.key, &e.at);
+    let walk = entries[classes]
+        .iter()
+        .flat_map(|index| entries_from(index, start));
+    page(walk.map(pair), end, limit, None, spare, doc)
 }
 
 /// The entries of `index` from `start` on, in key order.
@@ -483,7 +598,7 @@ impl<K: Ord + Hash + Clone + KeyClasses, V: Clone> VersionedStore<K, V> {
                 .map(|_| ClassKeys::Unordered(Vec::new()))
                 .collect(),
             index: SecondaryIndex {
-                entries: BTreeSet::new(),
+                entries: (0..K::CLASSES).map(|_| BTreeSet::new()).collect(),
                 copies: Copies {
                     slots: Vec::new(),
                     free: Vec::new(),
@@ -491,6 +606,7 @@ impl<K: Ord + Hash + Clone + KeyClasses, V: Clone> VersionedStore<K, V> {
             },
             revision: 0,
             stats: StoreStats::default(),
+            pages: SparePages::new(),
         }
     }
 
@@ -641,7 +757,8 @@ impl<K: Ord + Hash + Clone + KeyClasses, V: Clone> VersionedStore<K, V> {
                 self.stats.index_scans += 1;
                 let (docs, more) = {
                     let copies = &self.index.copies.slots;
-                    scan_from(&self.index.entries, start, end, *limit, |_, at| {
+                    let spare = &mut self.pages;
+                    scan_index(&self.index.entries, start, end, *limit, spare, |_, at| {
                         let e = &copies[*at as usize];
                         debug_assert!(
                             e.indexed
@@ -700,7 +817,8 @@ impl<K: Ord + Hash + Clone + KeyClasses, V: Clone> VersionedStore<K, V> {
                         let ordered = self.order[key.class()].ordered().remove(key);
                         assert!(ordered, "a document without its ordered key");
                         if let Some((index, at)) = entry.index {
-                            let removed = self.index.entries.take(&index).map(|e| e.at);
+                            let removed =
+                                self.index.entries[index.class()].take(&index).map(|e| e.at);
                             assert!(
                                 removed == Some(at)
                                     && self.index.copies.slots[at as usize].key == *key,
@@ -735,12 +853,16 @@ impl<K: Ord + Hash + Clone + KeyClasses, V: Clone> VersionedStore<K, V> {
                             documents_from(&self.docs, class.as_ordered(), start),
                             end,
                             *limit,
+                            most_of(class.as_ordered(), end),
+                            &mut self.pages,
                             document,
                         ),
                         _ => page(
                             documents_across(&self.docs, order, start),
                             end,
                             *limit,
+                            None,
+                            &mut self.pages,
                             document,
                         ),
                     }
@@ -757,6 +879,13 @@ impl<K: Ord + Hash + Clone + KeyClasses, V: Clone> VersionedStore<K, V> {
                 unreachable!("answered inline by `answer`")
             }
         }
+    }
+
+    /// Take back a scan's page once its reader is done with it, for a later
+    /// scan to fill (see [`SparePages`]).
+    #[inline]
+    pub fn recycle(&mut self, page: Vec<Document<K, V>>) {
+        self.pages.put(page);
     }
 
     pub fn count_unavailable(&mut self) {
@@ -938,5 +1067,48 @@ mod tests {
         assert_eq!(scan_keys(&mut s, true, 50, 103, 10), (vec![0, 1, 2], false));
         assert_eq!(scan_keys(&mut s, true, 50, 103, 2), (vec![0, 1], true));
         assert_eq!(scan_keys(&mut s, true, 0, 100, 5), (vec![], false));
+    }
+
+    /// A page given back is the next scan's, emptied and refilled; the
+    /// spares keep no more than `SPARE_PAGES` pages, none too large.
+    #[test]
+    fn recycled_pages_are_refilled() {
+        let mut s = VersionedStore::new();
+        for k in 0..4u32 {
+            s.apply(&StoreRequest::CreateIfAbsent {
+                key: k,
+                value: "p",
+                index: Some(100 + k),
+            });
+        }
+        let scan = |s: &mut VersionedStore<u32, &'static str>, limit| {
+            let request = StoreRequest::ScanIndex {
+                start: 100,
+                end: 200,
+                limit,
+            };
+            match s.apply(&request).0 {
+                StoreReply::Scanned { docs, .. } => docs,
+                other => panic!("{other:?}"),
+            }
+        };
+        let page = scan(&mut s, 4);
+        let at = page.as_ptr();
+        s.recycle(page);
+        let page = scan(&mut s, 2);
+        assert_eq!(page.as_ptr(), at);
+        assert_eq!(page.iter().map(|d| d.key).collect::<Vec<_>>(), [0, 1]);
+        s.recycle(page);
+        for _ in 0..SPARE_PAGES + 1 {
+            s.recycle(Vec::with_capacity(1));
+        }
+        s.recycle(Vec::with_capacity(SPARE_PAGE_DOCS + 1));
+        assert_eq!(s.pages.pages.len(), SPARE_PAGES);
+        assert!(
+            s.pages
+                .pages
+                .iter()
+                .all(|p| p.capacity() <= SPARE_PAGE_DOCS)
+        );
     }
 }
