@@ -84,7 +84,7 @@ fn friday_rush(c: &mut Criterion) {
         batch.events as f64 / floor_s / 1e6,
         fmt_thousands(batch.events)
     );
-    println!("  run / floor        {:.1}x", run_s / floor_s);
+    println!("  run / floor        {:.2}x", run_s / floor_s);
     // What the simulation adds to its queue, per event: the ratio alone
     // rises when the queue gets cheaper, this does not.
     let ns_per_event = |s: f64| s * 1e9 / batch.events as f64;
