@@ -896,6 +896,7 @@ impl<K: Ord + Hash + Clone + KeyClasses, V: Clone> VersionedStore<K, V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn put(
         s: &mut VersionedStore<u32, &'static str>,
@@ -963,16 +964,23 @@ mod tests {
         assert_eq!(s.stats().conflicts, 2);
     }
 
-    #[test]
-    fn index_follows_documents() {
+    /// A store of `count` documents, keys `0..count`, value "p", each
+    /// indexed under 100 plus its key.
+    fn indexed_store(count: u32) -> VersionedStore<u32, &'static str> {
         let mut s = VersionedStore::new();
-        for k in 0..5u32 {
+        for k in 0..count {
             s.apply(&StoreRequest::CreateIfAbsent {
                 key: k,
                 value: "p",
                 index: Some(100 + k),
             });
         }
+        s
+    }
+
+    #[test]
+    fn index_follows_documents() {
+        let mut s = indexed_store(5);
         put(&mut s, 2, 3, "r", Some(200));
         let scan = |s: &mut VersionedStore<u32, &'static str>, a, b, l| match s
             .apply(&StoreRequest::ScanIndex {
@@ -1069,18 +1077,141 @@ mod tests {
         assert_eq!(scan_keys(&mut s, true, 0, 100, 5), (vec![], false));
     }
 
+    /// A key of three classes (its first field), so scans and index scans
+    /// can start and end in different classes.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+    struct ClassedKey(u8, u16);
+
+    impl KeyClasses for ClassedKey {
+        const CLASSES: usize = 3;
+        fn class(&self) -> usize {
+            usize::from(self.0)
+        }
+        fn starts_class(&self) -> bool {
+            self.1 == 0
+        }
+    }
+
+    /// Keys kept by class (a class unordered until a scan or a delete
+    /// reaches it) and the index's tree per class answer every scan as one
+    /// ordered map would: random creates, conditional puts that move a
+    /// document's index key between classes, deletes, and scans of both
+    /// kinds over ranges within and across classes, against a `BTreeMap`.
+    #[test]
+    fn scans_across_key_classes_match_an_ordered_model() {
+        type Model = BTreeMap<ClassedKey, (Version, Option<ClassedKey>)>;
+        let mut s: VersionedStore<ClassedKey, u8> = VersionedStore::new();
+        let mut model = Model::new();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut draw = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        // Unique per document: its index key's class, then the document.
+        let index_of =
+            |k: ClassedKey, class: u64| ClassedKey(class as u8, u16::from(k.0) * 100 + k.1);
+        let in_range = |k: &ClassedKey, start: &ClassedKey, end: &ClassedKey| start <= k && k < end;
+        let (mut scans, mut found) = (0, 0);
+        for _ in 0..5_000 {
+            let key = ClassedKey(draw(3) as u8, draw(6) as u16);
+            let index = (draw(4) > 0).then(|| index_of(key, draw(3)));
+            match draw(5) {
+                0 => {
+                    let reply = s
+                        .apply(&StoreRequest::CreateIfAbsent {
+                            key,
+                            value: 1,
+                            index,
+                        })
+                        .0;
+                    match reply {
+                        StoreReply::Written { version } => {
+                            assert!(model.insert(key, (version, index)).is_none());
+                        }
+                        other => {
+                            assert!(model.contains_key(&key), "{other:?}");
+                        }
+                    }
+                }
+                1 => {
+                    let expected = model.get(&key).map_or(0, |(v, _)| *v);
+                    let reply = s
+                        .apply(&StoreRequest::PutIfVersion {
+                            key,
+                            expected,
+                            value: 2,
+                            index,
+                        })
+                        .0;
+                    match reply {
+                        StoreReply::Written { version } => {
+                            assert!(model.insert(key, (version, index)).is_some());
+                        }
+                        other => assert!(!model.contains_key(&key), "{other:?}"),
+                    }
+                }
+                2 => {
+                    let expected = model.get(&key).map_or(0, |(v, _)| *v);
+                    let reply = s.apply(&StoreRequest::DeleteIfVersion { key, expected }).0;
+                    match reply {
+                        StoreReply::Deleted => assert!(model.remove(&key).is_some()),
+                        other => assert!(!model.contains_key(&key), "{other:?}"),
+                    }
+                }
+                by_index => {
+                    let start = ClassedKey(draw(3) as u8, draw(8) as u16);
+                    let end = ClassedKey(draw(3) as u8, draw(8) as u16);
+                    let limit = 1 + draw(6) as u32;
+                    let by_index = by_index == 4;
+                    // What an ordered map holds in range, in scan order.
+                    let mut want: Vec<(ClassedKey, ClassedKey, Version)> = model
+                        .iter()
+                        .filter_map(|(k, (v, i))| {
+                            let order = if by_index { (*i)? } else { *k };
+                            in_range(&order, &start, &end).then_some((order, *k, *v))
+                        })
+                        .collect();
+                    want.sort();
+                    let more = want.len() > limit as usize;
+                    want.truncate(limit as usize);
+                    let request = if by_index {
+                        StoreRequest::ScanIndex { start, end, limit }
+                    } else {
+                        StoreRequest::Scan { start, end, limit }
+                    };
+                    let StoreReply::Scanned {
+                        docs,
+                        more: got_more,
+                    } = s.apply(&request).0
+                    else {
+                        panic!("a scan is answered with a page");
+                    };
+                    let got: Vec<(ClassedKey, Version)> =
+                        docs.iter().map(|d| (d.key, d.version)).collect();
+                    let want: Vec<(ClassedKey, Version)> =
+                        want.iter().map(|(_, k, v)| (*k, *v)).collect();
+                    assert_eq!(got, want, "{request:?}");
+                    assert_eq!(got_more, more, "{request:?}");
+                    scans += 1;
+                    found += usize::from(!got.is_empty());
+                    s.recycle(docs);
+                }
+            }
+        }
+        // The walk did what it is for: scans found documents, and the end
+        // state's documents come out in key order.
+        assert!(scans > 1_000 && found > 300, "{scans} scans, {found} found");
+        let keys: Vec<ClassedKey> = s.documents().map(|d| d.key).collect();
+        assert_eq!(keys, model.keys().copied().collect::<Vec<_>>());
+    }
+
     /// A page given back is the next scan's, emptied and refilled; the
     /// spares keep no more than `SPARE_PAGES` pages, none too large.
     #[test]
     fn recycled_pages_are_refilled() {
-        let mut s = VersionedStore::new();
-        for k in 0..4u32 {
-            s.apply(&StoreRequest::CreateIfAbsent {
-                key: k,
-                value: "p",
-                index: Some(100 + k),
-            });
-        }
+        let mut s = indexed_store(4);
         let scan = |s: &mut VersionedStore<u32, &'static str>, limit| {
             let request = StoreRequest::ScanIndex {
                 start: 100,
