@@ -202,7 +202,8 @@ fn sink<const BY_INDEX: bool>(
 
 /// The slab slot of a key just popped ([`EventQueue::pop_slot`]), whose
 /// event is still in the slab. Neither `Copy` nor `Clone`: it is taken
-/// ([`EventQueue::take`]) exactly once.
+/// ([`EventQueue::take`]) or requeued ([`EventQueue::requeue`]) exactly
+/// once.
 #[must_use = "the popped event stays in the slab until taken"]
 pub(crate) struct PoppedSlot(u32);
 
@@ -276,6 +277,7 @@ impl<T> EventQueue<T> {
     pub(crate) fn push_in_place(&mut self, time_us: u64, fill: impl FnOnce(&mut Option<T>)) {
         let seq = self.next_seq();
         let cell = self.insert(time_us, seq);
+        debug_assert!(cell.is_none(), "free slot in use");
         fill(&mut *cell);
         debug_assert!(cell.is_some(), "a pushed event fills its cell");
     }
@@ -293,7 +295,43 @@ impl<T> EventQueue<T> {
     /// it had been pushed when the number was reserved.
     pub fn push_reserved(&mut self, time_us: u64, seq: u64, item: T) {
         assert!(seq < self.next_seq, "sequence {seq} was never reserved");
-        *self.insert(time_us, seq) = Some(item);
+        let cell = self.insert(time_us, seq);
+        debug_assert!(cell.is_none(), "free slot in use");
+        *cell = Some(item);
+    }
+
+    /// Queue the event the caller wrote over the popped one in `slot` (in
+    /// [`EventQueue::popped_cell`]) at `time_us`, in that cell: what a
+    /// `take` and a push would do (the free list, last-in first-out, hands
+    /// the push the slot the take freed), with no trip through the free
+    /// list. `insert`'s paths, but for the slot.
+    #[inline(never)]
+    pub(crate) fn requeue(&mut self, slot: PoppedSlot, time_us: u64) {
+        let seq = self.next_seq();
+        if self.len() >= self.capacity_limit {
+            self.over_limit();
+        }
+        let PoppedSlot(slot) = slot;
+        debug_assert!(
+            self.slab[slot as usize].is_some(),
+            "a requeued slot holds its new event"
+        );
+        let key = Key::new(time_us, seq, slot);
+        if self.near_len != 0 {
+            self.insert_near(key);
+            return;
+        }
+        if self
+            .heap
+            .first()
+            .is_some_and(|root| root.order() < key.order())
+        {
+            self.insert_heap(key);
+            return;
+        }
+        self.near[0] = key;
+        self.near_len = 1;
+        self.len += 1;
     }
 
     /// Queue a key for `(time_us, seq)` and return its slab cell, empty, for
@@ -397,9 +435,8 @@ impl<T> EventQueue<T> {
     #[inline(always)]
     fn counted_cell(&mut self, slot: usize) -> &mut Option<T> {
         self.len += 1;
-        let cell = &mut self.slab[slot];
-        debug_assert!(cell.is_none(), "free slot in use");
-        cell
+        // Empty but for `requeue`'s: the pushes assert it.
+        &mut self.slab[slot]
     }
 
     /// [`EventQueue::insert`]'s assertion failed: the queue is full.
@@ -611,6 +648,14 @@ impl<T> EventQueue<T> {
         self.slab[slot.0 as usize]
             .as_ref()
             .expect("a queued key names a full slot")
+    }
+
+    /// The cell of `slot` (from [`EventQueue::pop_slot`]), its event still
+    /// there, for the caller to write the next event over it and queue that
+    /// with [`EventQueue::requeue`].
+    #[inline(always)]
+    pub(crate) fn popped_cell(&mut self, slot: &PoppedSlot) -> &mut Option<T> {
+        &mut self.slab[slot.0 as usize]
     }
 
     /// Move the event out of `slot` (from [`EventQueue::pop_slot`]) and free

@@ -1640,8 +1640,9 @@ impl<N: Node> Simulation<N> {
     }
 
     /// A store request (the event in `slot`, just popped) reaches the
-    /// store. It is read in its slab cell and dropped with it once the
-    /// record is written, before the reply takes a cell.
+    /// store. It is read in its slab cell and, once the record is written,
+    /// replaced there by its reply (or dropped with it, before the reply
+    /// takes a cell).
     ///
     /// Out of line: the store's `apply`, the record and the reply's
     /// arguments get registers of their own instead of sharing the run
@@ -1714,6 +1715,36 @@ impl<N: Node> Simulation<N> {
                 before: before.as_ref(),
             },
         );
+        // A node's reply neither cut nor faulted (nearly every one) is
+        // `reply_inline`'s plain push: written over the request in its cell
+        // and queued there, where the take below and the push put it too
+        // (the push takes the slot the take frees), with no trip through
+        // the free list and no test of the cell for a drop or an empty slot.
+        if let Actor::Node { node, incarnation } = env.actor
+            && env.reply_fault.is_none()
+            && !self.slots[node.index()].is_cut(Leg::FromStore)
+        {
+            let request = self.queue.popped_cell(&slot).replace(Event::ToNode {
+                node,
+                incarnation,
+                input: ManuallyDrop::into_inner(input),
+            });
+            // The request was asserted one on arrival (`popped` above, in
+            // release too) and the cell left alone since: only its drop is
+            // left, which a request of keys and values with no glue (the
+            // protocol's) does without, and so without reading it.
+            debug_assert!(
+                matches!(request, Some(Event::ToStore { .. })),
+                "a store request's slot"
+            );
+            if std::mem::needs_drop::<StoreRequest<N::Key, N::Value>>() {
+                drop(request);
+            } else {
+                std::mem::forget(request);
+            }
+            self.queue.requeue(slot, self.now_us + env.reply_latency_us);
+            return;
+        }
         drop(self.queue.take(slot));
         let input = ManuallyDrop::into_inner(input);
         self.reply_inline(env, Leg::FromStore, 0, input, observer);
