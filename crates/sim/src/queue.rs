@@ -308,15 +308,17 @@ impl<T> EventQueue<T> {
     #[inline(never)]
     pub(crate) fn requeue(&mut self, slot: PoppedSlot, time_us: u64) {
         let seq = self.next_seq();
-        if self.len() >= self.capacity_limit {
-            self.over_limit();
-        }
         let PoppedSlot(slot) = slot;
         debug_assert!(
             self.slab[slot as usize].is_some(),
             "a requeued slot holds its new event"
         );
         let key = Key::new(time_us, seq, slot);
+        if self.len() >= self.capacity_limit {
+            // The assertion out of line as a tail call, as in `insert`: its
+            // failing call here, one that never returns, kept a frame.
+            return self.requeue_full(key);
+        }
         if self.near_len != 0 {
             self.insert_near(key);
             return;
@@ -332,6 +334,18 @@ impl<T> EventQueue<T> {
         self.near[0] = key;
         self.near_len = 1;
         self.len += 1;
+    }
+
+    /// [`EventQueue::requeue`] with the queue full: its assertion fails.
+    /// (Placing the key after it, which no run reaches, keeps this a call
+    /// that returns, and so `requeue`'s a tail call.)
+    #[cold]
+    #[inline(never)]
+    fn requeue_full(&mut self, key: Key) {
+        if self.len() >= self.capacity_limit {
+            self.over_limit();
+        }
+        self.insert_placed(key);
     }
 
     /// Queue a key for `(time_us, seq)` and return its slab cell, empty, for
