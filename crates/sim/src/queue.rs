@@ -1015,6 +1015,43 @@ mod tests {
         assert_eq!(order, vec!["a", "b", "c", "d"]);
     }
 
+    /// `requeue` queues the event written over a popped one where a `take`
+    /// and then a push would (the same slot, the same free list, the same
+    /// order), at the front, among `near`'s keys, past them into the heap,
+    /// and with `near` empty.
+    #[test]
+    fn requeue_is_a_take_then_a_push() {
+        let mut pushed = EventQueue::new(100);
+        let mut requeued = EventQueue::new(100);
+        for q in [&mut pushed, &mut requeued] {
+            for (i, time_us) in [1, 10, 20, 30, 40, 50, 60].into_iter().enumerate() {
+                q.push(time_us, i);
+            }
+        }
+        let later = [0, 25, 70, 2, 45, 80, 90, 100, 110, 120, 130, 140];
+        for (i, later_us) in later.into_iter().enumerate() {
+            let x = 100 + i;
+            let (popped_us, slot) = pushed.pop_slot().expect("queued");
+            let taken = pushed.take(slot);
+            assert!(taken != x, "the popped event taken");
+            pushed.push(popped_us.max(later_us), x);
+            let (popped_us, slot) = requeued.pop_slot().expect("queued");
+            let old = requeued.popped_cell(&slot).replace(x);
+            assert!(old.is_some_and(|old| old != x), "the popped event replaced");
+            requeued.requeue(slot, popped_us.max(later_us));
+            assert_eq!(
+                (requeued.near_len, requeued.heap.len(), requeued.len()),
+                (pushed.near_len, pushed.heap.len(), pushed.len())
+            );
+            assert_eq!(
+                (&requeued.slab, &requeued.free),
+                (&pushed.slab, &pushed.free)
+            );
+        }
+        let drain = |q: &mut EventQueue<usize>| std::iter::from_fn(|| q.pop()).collect::<Vec<_>>();
+        assert_eq!(drain(&mut requeued), drain(&mut pushed));
+    }
+
     /// `near`: filled while the heap is empty, a push after all of a full
     /// `near` goes to the heap, one before displaces `near`'s latest, one
     /// tying the root in time goes after it, one between `near`'s keys
