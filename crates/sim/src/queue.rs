@@ -319,6 +319,9 @@ impl<T> EventQueue<T> {
             // failing call here, one that never returns, kept a frame.
             return self.requeue_full(key);
         }
+        // `insert`'s placement, written again: one always-inlined helper
+        // for both returned the cell here too and counted +0.22 M
+        // instructions (friday-rush seeds 1..5), a third of what requeue saves.
         if self.near_len != 0 {
             self.insert_near(key);
             return;
