@@ -8,7 +8,9 @@ use crate::fault_model::FaultMix;
 use crate::lease_node::LeaseNode;
 use crate::scenario::ValidScenario;
 use crate::store_load::{StoreLoad, StoreLoadCounter};
-use leasehold_check::{CheckConfig, Invariant, LeaseChecker, LivenessBound, NodeRole, Violation};
+use leasehold_check::{
+    CheckConfig, Invariant, LeaseBounds, LeaseChecker, LivenessBound, NodeRole, Violation,
+};
 use leasehold_interface::{Document, EffectReply, EffectRequest, StoreReply, StoreRequest};
 use leasehold_protocol::{
     DocKey, DocValue, LeaseEvent, Owner, Reclaimer, TaskDoc, TaskId, Variant, Worker, task_write,
@@ -165,6 +167,7 @@ impl RunObserver<'_, '_> {
         op: &StoreRequest<DocKey, DocValue>,
         reply: &StoreReply<DocKey, DocValue>,
         before: Option<&Document<DocKey, DocValue>>,
+        decided_us: u64,
     ) {
         let actor = actor.actor();
         // A put of a task document, the commonest record here, is tested
@@ -196,7 +199,10 @@ impl RunObserver<'_, '_> {
                     // the rare one that the checker says moved it is
                     // copied (each write's copy was ~0.1 M instructions a
                     // friday-rush sweep of five seeds).
-                    if self.checker.task_write(time_us, actor, task, before, new) {
+                    if self
+                        .checker
+                        .task_write(time_us, decided_us, actor, task, before, new)
+                    {
                         self.refresh_stop_after();
                     }
                 }
@@ -206,7 +212,8 @@ impl RunObserver<'_, '_> {
                 );
             }
             None => {
-                self.checker.store(time_us, actor, op, reply, before);
+                self.checker
+                    .store(time_us, actor, op, reply, before, decided_us);
                 self.load.store(actor, op, before);
                 debug_assert!(
                     self.extra.is_some() || self.stop_after_us == self.checker.stop_after_us(),
@@ -224,12 +231,20 @@ impl RunObserver<'_, '_> {
             op,
             reply,
             before,
+            decided_us,
             ..
         } = record.kind
         else {
             unreachable!("a store record")
         };
-        self.store(record.time_us, ActorArg::new(actor), op, reply, before);
+        self.store(
+            record.time_us,
+            ActorArg::new(actor),
+            op,
+            reply,
+            before,
+            decided_us,
+        );
         self.extra(record);
     }
 
@@ -349,6 +364,7 @@ impl Observer<DocKey, DocValue, LeaseEvent> for RunObserver<'_, '_> {
                 op,
                 reply,
                 before,
+                decided_us,
                 ..
             } if self.extra.is_none() => {
                 if let StoreRequest::ScanIndex { start, .. } = op {
@@ -358,7 +374,7 @@ impl Observer<DocKey, DocValue, LeaseEvent> for RunObserver<'_, '_> {
                     );
                     self.load.index_scan(start);
                 } else {
-                    self.store(time_us, ActorArg::new(actor), op, reply, before);
+                    self.store(time_us, ActorArg::new(actor), op, reply, before, decided_us);
                 }
             }
             RecordKind::Store { .. } => self.store_and_extra(&record(kind)),
@@ -373,6 +389,8 @@ impl Observer<DocKey, DocValue, LeaseEvent> for RunObserver<'_, '_> {
             }
             RecordKind::Effect { .. } => self.effect_and_extra(&record(kind)),
             RecordKind::Fault(_) | RecordKind::HealPhase => self.other(&record(kind)),
+            // Rare: losses and exits excuse or judge a worker's fencing.
+            RecordKind::Lost { .. } | RecordKind::Exit { .. } => self.other(&record(kind)),
             ref kind => {
                 debug_assert!(!LeaseChecker::judges(kind), "a kind judged but not handled");
                 if self.extra.is_some() {
@@ -415,6 +433,27 @@ pub fn liveness_bound(s: &crate::scenario::Scenario) -> LivenessBound {
             + 2 * p.store_timeout_ms
             + steps * (p.effect_timeout_ms + p.store_timeout_ms + p.retry_backoff_ms),
         capacity: s.fleet.workers * s.fleet.slots_per_worker,
+        slack_ms: s.limits.liveness_slack_ms,
+    }
+}
+
+/// The scenario's stated bounds, as the lease oracles judge each action
+/// against them (see docs/protocol.md). Taken from the scenario, never from
+/// a variant's configuration: a planted bug may misread them, the oracle
+/// may not.
+pub fn lease_bounds(s: &crate::scenario::Scenario) -> LeaseBounds {
+    let p = &s.protocol;
+    LeaseBounds {
+        heartbeat_mode: p.heartbeat_mode,
+        max_clock_drift_ppm: s.faults.max_drift_ppm(),
+        max_network_delay_ms: s.network.latency_ms_max,
+        heartbeat_interval_ms: p.heartbeat_interval_ms,
+        store_timeout_ms: p.store_timeout_ms,
+        retry_backoff_ms: p.retry_backoff_ms,
+        scan_interval_ms: p.scan_interval_ms,
+        scan_page_size: p.scan_page_size,
+        restart_delay_ms_max: s.faults.restart_delay_ms_max(),
+        late_reply_ms: late_reply_ms(s),
         slack_ms: s.limits.liveness_slack_ms,
     }
 }
@@ -674,6 +713,7 @@ fn simulate_inner(
             .map(|id| scn.services[id.0 as usize].name.clone())
             .collect(),
         grace_ms: bound.detect_ms,
+        bounds: lease_bounds(&scn.scenario),
     };
     let mut observer = RunObserver {
         checker: LeaseChecker::new(check_config),

@@ -18,18 +18,36 @@ pub enum Invariant {
     EpochsMonotonic,
     /// A done task never changes again.
     DoneIsFinal,
+    /// A worker decides an owner's action (a task write, an effect call)
+    /// only while no correct reclaimer can yet have declared its lease dead,
+    /// with room for the action to arrive.
+    ActsWithinLease,
+    /// A reclaimer declares a lease dead, or re-queues a running task, only
+    /// once the holder's lease has provably expired; a worker no fault
+    /// touched for a renewal window never fences itself.
+    NoNeedlessSuspicion,
+    /// A lease document declared dead or deleted is never written alive again
+    /// by its holder in a request decided after the loss.
+    NoResurrection,
+    /// In the heal phase, a lease that stopped being renewed is declared dead
+    /// within a bound derived from the configuration.
+    DetectionBounded,
     /// Not a lease invariant: a simulated node panicked, or the run hit an
     /// event or queue limit. Reported like a violation so it is never lost.
     SimulationHealthy,
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 6] = [
+    pub const ALL: [Invariant; 10] = [
         Invariant::NoDoubleOwnership,
         Invariant::ExactlyOnceEffects,
         Invariant::NoLostTask,
         Invariant::EpochsMonotonic,
         Invariant::DoneIsFinal,
+        Invariant::ActsWithinLease,
+        Invariant::NoNeedlessSuspicion,
+        Invariant::NoResurrection,
+        Invariant::DetectionBounded,
         Invariant::SimulationHealthy,
     ];
 
@@ -40,6 +58,10 @@ impl Invariant {
             Invariant::NoLostTask => "no-lost-task",
             Invariant::EpochsMonotonic => "epochs-monotonic",
             Invariant::DoneIsFinal => "done-is-final",
+            Invariant::ActsWithinLease => "acts-within-lease",
+            Invariant::NoNeedlessSuspicion => "no-needless-suspicion",
+            Invariant::NoResurrection => "no-resurrection",
+            Invariant::DetectionBounded => "detection-bounded",
             Invariant::SimulationHealthy => "simulation-healthy",
         }
     }

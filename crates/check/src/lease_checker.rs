@@ -1,6 +1,7 @@
 //! The lease invariants, judged online from the records of one run.
 
 use crate::invariant::{Invariant, Violation};
+use crate::lease_oracle::{self, LeaseBounds, LeaseOracle};
 use leasehold_interface::{Document, EffectReply, EffectRequest, StoreReply, StoreRequest};
 use leasehold_protocol::{
     DocKey, DocValue, LeaseEvent, Owner, TaskDoc, TaskId, TaskState, task_write,
@@ -76,6 +77,8 @@ pub struct CheckConfig {
     /// Keep watching this long after the last task is done, so a late write
     /// to a done task (a zombie, a blind re-queue) is still caught.
     pub grace_ms: u64,
+    /// The stated bounds the lease oracles judge each action against.
+    pub bounds: LeaseBounds,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -203,7 +206,7 @@ struct EffectLine {
 
 /// The violations found: a field of its own, so a judging path can report
 /// while it holds its task's track.
-struct Verdicts {
+pub(crate) struct Verdicts {
     kept: Vec<Violation>,
     counts: [u64; Invariant::ALL.len()],
 }
@@ -248,7 +251,7 @@ impl Verdicts {
     /// borrows them, and they were stored on every record).
     #[cold]
     #[inline(never)]
-    fn report_with(
+    pub(crate) fn report_with(
         &mut self,
         invariant: Invariant,
         time_us: u64,
@@ -266,6 +269,7 @@ pub struct LeaseChecker {
     /// `applied[t * steps_per_task..][..steps_per_task]`.
     applied: Vec<u32>,
     verdicts: Verdicts,
+    oracle: LeaseOracle,
     done: u32,
     all_done_at_us: Option<u64>,
     heal_at_us: Option<u64>,
@@ -320,7 +324,9 @@ impl LeaseChecker {
             cfg.tasks_total as usize
         ];
         let applied = vec![0; cfg.tasks_total as usize * cfg.steps_per_task as usize];
+        let oracle = LeaseOracle::new(cfg.bounds.clone(), cfg.roles.len());
         LeaseChecker {
+            oracle,
             cfg,
             tasks,
             applied,
@@ -394,6 +400,14 @@ impl LeaseChecker {
         }
     }
 
+    fn oracle_actor(&self, actor: Actor) -> lease_oracle::Actor {
+        match self.writer(actor) {
+            Writer::External => lease_oracle::Actor::External,
+            Writer::Worker(o) => lease_oracle::Actor::Worker(o),
+            Writer::Reclaimer(id) => lease_oracle::Actor::Reclaimer(id),
+        }
+    }
+
     fn role(&self, node: NodeId) -> NodeRole {
         *self
             .cfg
@@ -411,6 +425,7 @@ impl LeaseChecker {
     fn on_task_write(
         &mut self,
         time_us: u64,
+        decided_us: u64,
         task: TaskId,
         writer: Writer,
         // Borrowed from the record: two 32-byte copies per write otherwise.
@@ -526,6 +541,15 @@ impl LeaseChecker {
         {
             track.claim_epoch(verdicts, time_us, task, new.epoch, owner);
         }
+        match writer {
+            Writer::Worker(o) => self
+                .oracle
+                .worker_task_write(verdicts, time_us, decided_us, o, task, before, new),
+            Writer::Reclaimer(id) => self
+                .oracle
+                .reclaimer_task_write(verdicts, time_us, decided_us, id, task, before, new),
+            Writer::External => {}
+        }
         // `on_effect` looks for the first change to an epoch above a token:
         // never to epoch 0, the creation's, which is left out. So a task
         // claimed, re-queued and claimed again still fits in place (it grew
@@ -589,6 +613,18 @@ impl LeaseChecker {
             EffectReply::Applied | EffectReply::Deduplicated
         );
         if !accepted {
+            // Refused or failed calls did no harm, but were still decided.
+            if let Writer::Worker(owner) = writer {
+                self.oracle.worker_act(
+                    &mut self.verdicts,
+                    time_us,
+                    effect.decided_us,
+                    owner,
+                    task,
+                    token,
+                    "call a service",
+                );
+            }
             return;
         }
         let superseded_at_us = track
@@ -633,6 +669,15 @@ impl LeaseChecker {
         let Writer::Worker(owner) = writer else {
             return;
         };
+        self.oracle.worker_act(
+            &mut self.verdicts,
+            time_us,
+            effect.decided_us,
+            owner,
+            task,
+            token,
+            "call a service",
+        );
         let cfg = &self.cfg;
         if let Some(n) = applied.filter(|n| *n > 1) {
             self.verdicts.report_with(Invariant::ExactlyOnceEffects, time_us, Some(task), move || {
@@ -673,6 +718,7 @@ impl LeaseChecker {
 
     fn on_heal(&mut self, time_us: u64) {
         assert!(self.heal_at_us.is_none(), "two heal phases");
+        self.oracle.heal(time_us);
         self.heal_at_us = Some(time_us);
         let unfinished = self.cfg.tasks_total - self.done;
         let start_us = time_us.max(self.cfg.last_arrival_ms * 1_000);
@@ -685,6 +731,7 @@ impl LeaseChecker {
     pub fn finish(&mut self, end_us: u64) {
         assert!(!self.finished, "finish called twice");
         self.finished = true;
+        self.oracle.finish(&mut self.verdicts, end_us);
         let mut lost = Vec::new();
         let mut unapplied = Vec::new();
         let steps = self.cfg.steps_per_task as usize;
@@ -778,7 +825,12 @@ impl LeaseChecker {
     pub fn judges<K, V, E>(kind: &RecordKind<'_, K, V, E>) -> bool {
         matches!(
             kind,
-            RecordKind::Store { .. } | RecordKind::Effect { .. } | RecordKind::HealPhase
+            RecordKind::Store { .. }
+                | RecordKind::Effect { .. }
+                | RecordKind::HealPhase
+                | RecordKind::Fault(_)
+                | RecordKind::Lost { .. }
+                | RecordKind::Exit { .. }
         )
     }
 
@@ -803,6 +855,7 @@ impl LeaseChecker {
         op: &StoreRequest<DocKey, DocValue>,
         reply: &StoreReply<DocKey, DocValue>,
         before: Option<&Document<DocKey, DocValue>>,
+        decided_us: u64,
     ) {
         // The reply first: it turns most records (reads, scans, refused
         // writes) away in one test.
@@ -811,10 +864,19 @@ impl LeaseChecker {
                 if let Some((task, new)) = task_write(op) {
                     let before = before.and_then(|d| d.value.as_task());
                     // The stop time is the host's to read.
-                    let _ = self.task_write(time_us, actor, task, before, new);
+                    let _ = self.task_write(time_us, decided_us, actor, task, before, new);
+                } else {
+                    let who = self.oracle_actor(actor);
+                    self.oracle
+                        .lease_doc(&mut self.verdicts, time_us, decided_us, who, op, reply, before);
                 }
             }
             (StoreRequest::DeleteIfVersion { key, .. }, StoreReply::Deleted) => {
+                if task_of_key(key).is_none() {
+                    let who = self.oracle_actor(actor);
+                    self.oracle
+                        .lease_doc(&mut self.verdicts, time_us, decided_us, who, op, reply, before);
+                }
                 if let Some(task) = task_of_key(key) {
                     let writer = self.writer(actor);
                     self.verdicts.report(
@@ -839,13 +901,14 @@ impl LeaseChecker {
     pub fn task_write(
         &mut self,
         time_us: u64,
+        decided_us: u64,
         actor: Actor,
         task: TaskId,
         before: Option<&TaskDoc>,
         new: &TaskDoc,
     ) -> bool {
         let writer = self.writer(actor);
-        self.on_task_write(time_us, task, writer, before, new)
+        self.on_task_write(time_us, decided_us, task, writer, before, new)
     }
 
     /// An effect ledger line ([`RecordKind::Effect`]): what
@@ -878,8 +941,9 @@ impl Observer<DocKey, DocValue, LeaseEvent> for LeaseChecker {
                 op,
                 reply,
                 before,
+                decided_us,
                 ..
-            } => self.store(record.time_us, actor, op, reply, before),
+            } => self.store(record.time_us, actor, op, reply, before, decided_us),
             RecordKind::Effect {
                 actor,
                 call,
@@ -888,6 +952,13 @@ impl Observer<DocKey, DocValue, LeaseEvent> for LeaseChecker {
                 ..
             } => self.effect(record.time_us, actor, call, outcome, decided_us),
             RecordKind::HealPhase => self.on_heal(record.time_us),
+            RecordKind::Fault(fault) => self.oracle.fault(record.time_us, &fault),
+            RecordKind::Lost { node, .. } => self.oracle.lost(record.time_us, node),
+            RecordKind::Exit { node, incarnation } => {
+                let role = self.role(node);
+                self.oracle
+                    .exit(&mut self.verdicts, record.time_us, node, role, incarnation);
+            }
             ref kind => debug_assert!(!Self::judges(kind), "a kind judged but not handled"),
         }
     }

@@ -7,6 +7,8 @@
 
 mod invariant;
 mod lease_checker;
+mod lease_oracle;
 
 pub use invariant::{Invariant, Violation};
 pub use lease_checker::{CheckConfig, LeaseChecker, LivenessBound, NodeRole};
+pub use lease_oracle::LeaseBounds;

@@ -846,6 +846,15 @@ impl Worker {
         if !self.register_sent {
             self.register_sent = true;
             self.first_register_at = now;
+        } else if self.variant() != Variant::NoSelfFencing
+            && now >= self.first_register_at.plus_ms(self.self_fence_after_ms)
+        {
+            // Any attempt may have landed unheard, and its lease runs from
+            // the first attempt's send: past this, a reclaimer may have
+            // declared it dead and deleted it, and a retry would write it
+            // alive again. Start over as a new incarnation instead.
+            self.stop(FenceCause::LeaseExpired);
+            return;
         }
         let op = StoreRequest::CreateIfAbsent {
             key: DocKey::Member { owner: self.me },

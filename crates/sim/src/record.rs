@@ -115,6 +115,10 @@ pub enum RecordKind<'a, K, V, E> {
         reply: &'a StoreReply<K, V>,
         /// For writes: the document as it was just before.
         before: Option<&'a Document<K, V>>,
+        /// When the node produced the request (the step that decided it; a
+        /// paused node sends it later). The workload's writes are decided
+        /// when they apply. Not hashed: the steps that decide requests are.
+        decided_us: u64,
     },
     /// An effect service acted on a call: one line of the effect ledger.
     Effect {
@@ -204,6 +208,7 @@ pub enum OwnedRecordKind<K, V, E> {
         op: StoreRequest<K, V>,
         reply: StoreReply<K, V>,
         before: Option<Document<K, V>>,
+        decided_us: u64,
     },
     Effect {
         actor: Actor,
@@ -260,12 +265,14 @@ impl<K, V, E> OwnedRecord<K, V, E> {
                 op,
                 reply,
                 before,
+                decided_us,
             } => R::Store {
                 actor: *actor,
                 request: *request,
                 op,
                 reply,
                 before: before.as_ref(),
+                decided_us: *decided_us,
             },
             &O::Effect {
                 actor,

@@ -399,6 +399,7 @@ fn hash_record<K: Hash, V: Hash, E: Hash>(record: &Record<'_, K, V, E>, hasher: 
             op,
             reply,
             before,
+            decided_us: _,
         } => hasher.put_store_record(t, actor, request, op, reply, before),
         &RecordKind::Effect {
             actor,
@@ -1713,6 +1714,7 @@ impl<N: Node> Simulation<N> {
                 op,
                 reply,
                 before: before.as_ref(),
+                decided_us: env.decided_us,
             },
         );
         // A node's reply neither cut nor faulted (nearly every one) is
@@ -1950,6 +1952,7 @@ mod tests {
             op,
             reply,
             before,
+            decided_us: _,
         } = &record.kind
         else {
             record.hash(hasher);
@@ -2081,6 +2084,7 @@ mod tests {
                             op,
                             reply,
                             before: before.as_ref(),
+                            decided_us: BIG,
                         });
                     }
                 }

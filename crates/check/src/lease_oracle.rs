@@ -1,0 +1,630 @@
+//! Lease oracles: each action judged at the moment it is taken, against what
+//! the run proves at that moment.
+//!
+//! The end-result checks in `lease_checker.rs` fire only when a bug's damage
+//! happens to show (a reclaim raced a late worker, and a service accepted the
+//! late call). These judge the lease itself, from the store's history of
+//! lease documents (`Member` in worker heartbeat mode, `TaskLease` in task
+//! mode), the time each request was decided, and the scenario's stated
+//! bounds:
+//!
+//! - `acts-within-lease`: a worker decides an owner's action (a task write
+//!   the store accepted, an effect call) only while no correct reclaimer can
+//!   yet have declared its lease dead, with room for the action's message to
+//!   arrive: `decided + max_network_delay < last_landed + expiry`, where
+//!   `last_landed` is when the holder's newest renewal that had landed by
+//!   then landed, and `expiry = lease_timeout / (1 + max_drift)` is the
+//!   least true time a reclaimer's clock can count as the lease timeout.
+//! - `no-needless-suspicion`: a reclaimer declares a lease dead (marks it
+//!   dead, or deletes it while alive) or re-queues a running task only once
+//!   the holder's lease has provably expired (`decided >= last_landed +
+//!   expiry`); and a worker that no fault touched for a whole renewal window
+//!   never fences itself.
+//! - `no-resurrection`: a lease document declared dead or deleted is never
+//!   written alive again by its holder in a request decided after the loss.
+//! - `detection-bounded`: in the heal phase, a lease document that stopped
+//!   being renewed is declared dead (or deleted) within a bound derived from
+//!   the configuration.
+//!
+//! Every rule is a fact about the run, never about what a node believes.
+
+use crate::invariant::Invariant;
+use crate::lease_checker::{NodeRole, Verdicts};
+use leasehold_interface::{Document, StoreReply, StoreRequest};
+use leasehold_protocol::{
+    DocKey, DocValue, HeartbeatMode, MemberStatus, Owner, TaskDoc, TaskId, TaskState,
+};
+use leasehold_sim::{Fault, MessageAction, NodeId};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+const PPM: u128 = 1_000_000;
+
+/// The scenario's stated bounds the oracles judge against.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LeaseBounds {
+    pub heartbeat_mode: HeartbeatMode,
+    /// The worst clock rate error any node may have.
+    pub max_clock_drift_ppm: u64,
+    /// The worst one-way delay of a message no fault touched.
+    pub max_network_delay_ms: u64,
+    pub heartbeat_interval_ms: u64,
+    pub store_timeout_ms: u64,
+    pub retry_backoff_ms: u64,
+    pub scan_interval_ms: u64,
+    pub scan_page_size: u32,
+    /// The longest a crashed node stays down.
+    pub restart_delay_ms_max: u64,
+    /// The latest a reply sent in the fault phase can still arrive after it.
+    pub late_reply_ms: u64,
+    pub slack_ms: u64,
+}
+
+impl LeaseBounds {
+    /// The least true time in which a clock running at most
+    /// `max_clock_drift_ppm` fast can count `local_us`, rounded down, less a
+    /// microsecond for the clocks' own rounding.
+    fn least_true_us(&self, local_us: u64) -> u64 {
+        let scaled = u128::from(local_us) * PPM / (PPM + u128::from(self.max_clock_drift_ppm));
+        (scaled as u64).saturating_sub(1)
+    }
+
+    /// The most true time a clock running at most `max_clock_drift_ppm`
+    /// slow can take to count `local_us`, rounded up, plus a microsecond.
+    fn most_true_us(&self, local_us: u64) -> u64 {
+        let d = u128::from(self.max_clock_drift_ppm);
+        assert!(d < PPM, "a drift bound of 100 % or more");
+        let scaled = (u128::from(local_us) * PPM).div_ceil(PPM - d);
+        u64::try_from(scaled).unwrap_or(u64::MAX).saturating_add(1)
+    }
+
+    /// How long after its last disturbance a healthy worker may still fence
+    /// itself: a renewal due, timed out once, retried after the back-off,
+    /// and its round trip, each counted on a slow clock.
+    pub fn renew_window_us(&self) -> u64 {
+        let local_ms = self.heartbeat_interval_ms
+            + 2 * self.store_timeout_ms
+            + self.retry_backoff_ms
+            + 2 * self.max_network_delay_ms;
+        self.most_true_us(local_ms * 1_000)
+    }
+
+    /// How long after a lease stopped being renewed (or the heal phase
+    /// began, if later) a correct reclaimer has declared it dead, with
+    /// `docs` lease documents in the store: a restart of the reclaimer, a
+    /// reply late from the fault phase, a scan to first see the last
+    /// version, the lease timeout on a slow clock, a scan to act, every
+    /// page of both scans, and the mark's own trip.
+    pub fn detect_us(&self, lease_timeout_ms: u64, docs: u64) -> u64 {
+        let pages = docs.div_ceil(u64::from(self.scan_page_size.max(1))) + 1;
+        let scan_us = self.most_true_us(self.scan_interval_ms * 1_000)
+            + pages * (2 * self.max_network_delay_ms + self.store_timeout_ms) * 1_000;
+        (self.restart_delay_ms_max + self.late_reply_ms + 2 * self.store_timeout_ms + self.slack_ms)
+            * 1_000
+            + self.most_true_us(lease_timeout_ms * 1_000)
+            + 2 * scan_us
+            + self.max_network_delay_ms * 1_000
+    }
+}
+
+/// What the run proves about one lease: a worker incarnation's heartbeat
+/// document, or one claim's lease document on one task.
+#[derive(Clone, Copy, Debug)]
+struct LeaseTrack {
+    holder: Owner,
+    /// The epoch the lease is for (task mode); 0 for a heartbeat document.
+    epoch: u64,
+    lease_timeout_ms: u64,
+    /// When the holder's newest alive write landed.
+    last_landed_us: u64,
+    /// The landings before it, newest first (0: none): an action is
+    /// judged against the newest renewal that had landed when it was
+    /// decided, which a renewal in flight may have passed since.
+    earlier_landed_us: [u64; 3],
+    /// When its first write landed: where a healthy holder's lease began.
+    first_landed_us: u64,
+    /// When a reclaimer's mark or any delete ended it.
+    lost_at_us: Option<u64>,
+    /// Whether the document is in the store now.
+    exists: bool,
+    /// Judged late once already: reported once per lease.
+    reported_late: bool,
+}
+
+impl LeaseTrack {
+    /// The earliest true time any correct reclaimer can declare it dead.
+    fn expires_us(&self, bounds: &LeaseBounds) -> u64 {
+        self.expires_after_us(bounds, self.last_landed_us)
+    }
+
+    fn expires_after_us(&self, bounds: &LeaseBounds, landed_us: u64) -> u64 {
+        landed_us.saturating_add(bounds.least_true_us(self.lease_timeout_ms * 1_000))
+    }
+
+    /// The newest landing at or before `decided_us`; if every landing kept
+    /// is later, the oldest kept (which can only be lenient: the true one
+    /// is earlier still).
+    fn landed_by_us(&self, decided_us: u64) -> u64 {
+        std::iter::once(self.last_landed_us)
+            .chain(self.earlier_landed_us.into_iter().filter(|t| *t != 0))
+            .find(|t| *t <= decided_us)
+            .unwrap_or_else(|| {
+                self.earlier_landed_us
+                    .into_iter()
+                    .rev()
+                    .find(|t| *t != 0)
+                    .unwrap_or(self.last_landed_us)
+            })
+    }
+
+    fn landed(&mut self, time_us: u64) {
+        self.earlier_landed_us = [
+            self.last_landed_us,
+            self.earlier_landed_us[0],
+            self.earlier_landed_us[1],
+        ];
+        self.last_landed_us = time_us;
+    }
+
+    fn alive_in_store(&self) -> bool {
+        self.exists && self.lost_at_us.is_none()
+    }
+}
+
+/// Who the record says acted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Actor {
+    External,
+    Worker(Owner),
+    Reclaimer(u32),
+}
+
+impl std::fmt::Display for Actor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Actor::External => f.write_str("the workload"),
+            Actor::Worker(o) => write!(f, "{o}"),
+            Actor::Reclaimer(id) => write!(f, "reclaimer-{id}"),
+        }
+    }
+}
+
+fn fmt_s(us: u64) -> String {
+    format!("{:.3} s", us as f64 / 1e6)
+}
+
+pub(crate) struct LeaseOracle {
+    bounds: LeaseBounds,
+    /// Worker mode: every incarnation's heartbeat document.
+    members: BTreeMap<Owner, LeaseTrack>,
+    /// Task mode: every lease per task, newest last (a handful per task).
+    task_leases: BTreeMap<TaskId, Vec<LeaseTrack>>,
+    /// Lease documents in the store now.
+    docs_in_store: u64,
+    /// Per node: when the last fault that touched it (its steps, its
+    /// messages, its links) stops mattering.
+    disturbed_until_us: Vec<u64>,
+    /// The same for faults of the store itself (outages), which touch all.
+    store_disturbed_until_us: u64,
+    heal_at_us: Option<u64>,
+}
+
+impl LeaseOracle {
+    pub fn new(bounds: LeaseBounds, nodes: usize) -> LeaseOracle {
+        LeaseOracle {
+            bounds,
+            members: BTreeMap::new(),
+            task_leases: BTreeMap::new(),
+            docs_in_store: 0,
+            disturbed_until_us: vec![0; nodes],
+            store_disturbed_until_us: 0,
+            heal_at_us: None,
+        }
+    }
+
+    fn lease_mut(&mut self, holder: Owner, task: Option<TaskId>, epoch: u64) -> Option<&mut LeaseTrack> {
+        match (self.bounds.heartbeat_mode, task) {
+            (HeartbeatMode::Worker, _) => self.members.get_mut(&holder),
+            (HeartbeatMode::Task, Some(task)) => self
+                .task_leases
+                .get_mut(&task)?
+                .iter_mut()
+                .rev()
+                .find(|l| l.holder == holder && l.epoch == epoch),
+            (HeartbeatMode::Task, None) => None,
+        }
+    }
+
+    /// A lease document write or delete the store accepted.
+    #[allow(clippy::too_many_arguments)]
+    pub fn lease_doc(
+        &mut self,
+        verdicts: &mut Verdicts,
+        time_us: u64,
+        decided_us: u64,
+        actor: Actor,
+        op: &StoreRequest<DocKey, DocValue>,
+        reply: &StoreReply<DocKey, DocValue>,
+        before: Option<&Document<DocKey, DocValue>>,
+    ) {
+        let (key, value) = match (op, reply) {
+            (
+                StoreRequest::CreateIfAbsent { key, value, .. }
+                | StoreRequest::PutIfVersion { key, value, .. }
+                | StoreRequest::PutUnconditional { key, value, .. },
+                StoreReply::Written { .. },
+            ) => (*key, Some(value)),
+            (StoreRequest::DeleteIfVersion { key, .. }, StoreReply::Deleted) => (*key, None),
+            _ => return,
+        };
+        // (holder, epoch, task, lease timeout, alive) of the written document.
+        let written = match (key, value) {
+            (DocKey::Member { owner }, Some(DocValue::Member(m))) => {
+                Some((owner, 0, None, m.lease_timeout_ms, m.status == MemberStatus::Alive))
+            }
+            (DocKey::TaskLease { task }, Some(DocValue::TaskLease(l))) => Some((
+                l.owner,
+                l.epoch,
+                Some(task),
+                l.lease_timeout_ms,
+                l.status == MemberStatus::Alive,
+            )),
+            (DocKey::Member { .. } | DocKey::TaskLease { .. }, None) => None,
+            _ => return,
+        };
+        // The lease a delete removes is the one the document held.
+        let (holder, epoch, task, timeout_ms, alive) = match written {
+            Some(w) => w,
+            None => match (key, before.map(|d| &d.value)) {
+                (DocKey::Member { owner }, Some(DocValue::Member(m))) => {
+                    (owner, 0, None, m.lease_timeout_ms, false)
+                }
+                (DocKey::TaskLease { task }, Some(DocValue::TaskLease(l))) => {
+                    (l.owner, l.epoch, Some(task), l.lease_timeout_ms, false)
+                }
+                _ => return,
+            },
+        };
+        let was_in_store = before.is_some();
+        let deleting = value.is_none();
+        let bounds = self.bounds.clone();
+        if self.lease_mut(holder, task, epoch).is_none() {
+            let track = LeaseTrack {
+                holder,
+                epoch,
+                lease_timeout_ms: timeout_ms,
+                last_landed_us: time_us,
+                earlier_landed_us: [0; 3],
+                first_landed_us: time_us,
+                lost_at_us: None,
+                exists: false,
+                reported_late: false,
+            };
+            match task {
+                None => {
+                    self.members.insert(holder, track);
+                }
+                Some(task) => {
+                    let leases = self.task_leases.entry(task).or_default();
+                    assert!(leases.len() < 1 << 16, "unbounded leases on one task");
+                    leases.push(track);
+                }
+            }
+        }
+        let heal_at_us = self.heal_at_us;
+        let docs_in_store = self.docs_in_store;
+        let track = self.lease_mut(holder, task, epoch).expect("tracked above");
+        let what = LeaseName(holder, task, epoch);
+        match actor {
+            Actor::Worker(o) if o == holder && alive => {
+                if let Some(lost_us) = track.lost_at_us
+                    && decided_us > lost_us
+                {
+                    verdicts.report_with(Invariant::NoResurrection, time_us, task, move || {
+                        format!(
+                            "{what} was declared dead or deleted at {}, and {o} wrote it alive again in a request decided at {}",
+                            fmt_s(lost_us),
+                            fmt_s(decided_us)
+                        )
+                    });
+                }
+                if track.last_landed_us != time_us {
+                    track.landed(time_us);
+                }
+                track.lease_timeout_ms = timeout_ms;
+                track.lost_at_us = None;
+            }
+            Actor::Reclaimer(_) if track.alive_in_store() && (!alive || deleting) => {
+                let expires_us = track.expires_us(&bounds);
+                if decided_us < expires_us {
+                    let last_us = track.last_landed_us;
+                    verdicts.report_with(Invariant::NoNeedlessSuspicion, time_us, task, move || {
+                        format!(
+                            "{actor} decided at {} that {what} was dead, but its last renewal landed at {} and no correct reclaimer can count its lease out before {}",
+                            fmt_s(decided_us),
+                            fmt_s(last_us),
+                            fmt_s(expires_us)
+                        )
+                    });
+                }
+            }
+            _ => {}
+        }
+        if (!alive || deleting) && track.lost_at_us.is_none() {
+            track.lost_at_us = Some(time_us);
+            // Declared in the heal phase: judged against its bound.
+            if let Some(heal_us) = heal_at_us
+                && !track.reported_late
+            {
+                let since_us = track.last_landed_us.max(heal_us);
+                let bound_us = bounds.detect_us(track.lease_timeout_ms, docs_in_store);
+                if time_us > since_us + bound_us {
+                    track.reported_late = true;
+                    verdicts.report_with(Invariant::DetectionBounded, time_us, task, move || {
+                        format!(
+                            "{what} stopped being renewed by {} and was declared dead only at {} (bound {})",
+                            fmt_s(since_us),
+                            fmt_s(time_us),
+                            fmt_s(bound_us)
+                        )
+                    });
+                }
+            }
+        }
+        track.exists = !deleting;
+        match (was_in_store, deleting) {
+            (false, false) => self.docs_in_store += 1,
+            (true, true) => self.docs_in_store -= 1,
+            _ => {}
+        }
+    }
+
+    /// A worker's action on `task` at `epoch`, decided at `decided_us`: an
+    /// effect call, or a task write the store accepted.
+    pub fn worker_act(
+        &mut self,
+        verdicts: &mut Verdicts,
+        time_us: u64,
+        decided_us: u64,
+        owner: Owner,
+        task: TaskId,
+        epoch: u64,
+        action: &'static str,
+    ) {
+        let bounds = &self.bounds;
+        let delay_us = bounds.max_network_delay_ms * 1_000;
+        let (lease, what) = match bounds.heartbeat_mode {
+            HeartbeatMode::Worker => (self.members.get(&owner), LeaseName(owner, None, 0)),
+            HeartbeatMode::Task => (
+                self.task_leases
+                    .get(&task)
+                    .and_then(|ls| ls.iter().rev().find(|l| l.holder == owner && l.epoch == epoch)),
+                LeaseName(owner, Some(task), epoch),
+            ),
+        };
+        let Some(lease) = lease else {
+            verdicts.report_with(Invariant::ActsWithinLease, time_us, Some(task), move || {
+                format!(
+                    "{owner} decided to {action} for task {} at epoch {epoch} at {}, holding no lease: {what} never landed",
+                    task.0,
+                    fmt_s(decided_us)
+                )
+            });
+            return;
+        };
+        // The newest renewal that had landed by the decision: a later one
+        // cannot be what the worker knew.
+        let landed_us = lease.landed_by_us(decided_us);
+        let expires_us = lease.expires_after_us(bounds, landed_us);
+        if decided_us.saturating_add(delay_us) >= expires_us {
+            verdicts.report_with(Invariant::ActsWithinLease, time_us, Some(task), move || {
+                format!(
+                    "{owner} decided to {action} for task {} at epoch {epoch} at {}, but {what} was last renewed at {} and may be declared dead from {}: the action could arrive after that",
+                    task.0,
+                    fmt_s(decided_us),
+                    fmt_s(landed_us),
+                    fmt_s(expires_us)
+                )
+            });
+        }
+    }
+
+    /// A task write by a worker the store accepted: a claim, a progress
+    /// write or a completion, all decided under the worker's lease.
+    pub fn worker_task_write(
+        &mut self,
+        verdicts: &mut Verdicts,
+        time_us: u64,
+        decided_us: u64,
+        owner: Owner,
+        task: TaskId,
+        before: Option<&TaskDoc>,
+        new: &TaskDoc,
+    ) {
+        let action = match (before.map(|b| b.state), new.state) {
+            (Some(TaskState::Pending), TaskState::Running) => "claim it",
+            (_, TaskState::Done) => "complete it",
+            _ => "record progress",
+        };
+        self.worker_act(verdicts, time_us, decided_us, owner, task, new.epoch, action);
+    }
+
+    /// A task write by a reclaimer the store accepted: a re-queue of a
+    /// running task must wait for its owner's lease to be provably over.
+    pub fn reclaimer_task_write(
+        &mut self,
+        verdicts: &mut Verdicts,
+        time_us: u64,
+        decided_us: u64,
+        id: u32,
+        task: TaskId,
+        before: Option<&TaskDoc>,
+        new: &TaskDoc,
+    ) {
+        let Some(b) = before else { return };
+        let (TaskState::Running, Some(owner)) = (b.state, b.owner) else {
+            return;
+        };
+        if new.state != TaskState::Pending {
+            return;
+        }
+        let bounds = &self.bounds;
+        let lease = match bounds.heartbeat_mode {
+            HeartbeatMode::Worker => self.members.get(&owner),
+            HeartbeatMode::Task => self
+                .task_leases
+                .get(&task)
+                .and_then(|ls| ls.iter().rev().find(|l| l.holder == owner && l.epoch == b.epoch)),
+        };
+        // No lease ever landed: the claim is an orphan, re-queued rightly.
+        let Some(lease) = lease else { return };
+        let expires_us = lease.expires_us(bounds);
+        if lease.lost_at_us.is_none_or(|lost| lost > decided_us) && decided_us < expires_us {
+            let (landed_us, epoch) = (lease.last_landed_us, b.epoch);
+            verdicts.report_with(Invariant::NoNeedlessSuspicion, time_us, Some(task), move || {
+                format!(
+                    "reclaimer-{id} decided at {} to re-queue task {} (running under {owner} at epoch {epoch}), but {owner}'s lease was last renewed at {} and cannot be counted out before {}",
+                    fmt_s(decided_us),
+                    task.0,
+                    fmt_s(landed_us),
+                    fmt_s(expires_us)
+                )
+            });
+        }
+    }
+
+    /// A fault: the nodes it touches are excused from needless fencing
+    /// until it stops mattering.
+    pub fn fault(&mut self, time_us: u64, fault: &Fault) {
+        let store_timeout_us = self.bounds.store_timeout_ms * 1_000;
+        let window_us = self.bounds.renew_window_us();
+        let (node, until_us) = match *fault {
+            Fault::Pause { node, duration_us, .. } | Fault::PauseAt { node, duration_us, .. } => {
+                (node, time_us + duration_us)
+            }
+            Fault::Message { node, action, .. } => {
+                let extra_us = match action {
+                    MessageAction::Delay { extra_us } | MessageAction::Duplicate { extra_us } => {
+                        extra_us
+                    }
+                    _ => 0,
+                };
+                (node, time_us + extra_us + store_timeout_us)
+            }
+            Fault::Partition {
+                at_us,
+                node,
+                duration_us,
+                ..
+            } => (node, time_us.max(at_us) + duration_us),
+            Fault::StoreOutage {
+                at_us, duration_us, ..
+            } => {
+                let until = time_us.max(at_us) + duration_us + window_us;
+                self.store_disturbed_until_us = self.store_disturbed_until_us.max(until);
+                return;
+            }
+            Fault::Resume { node } | Fault::PartitionHealed { node, .. } => (node, time_us),
+            _ => return,
+        };
+        if let Some(d) = self.disturbed_until_us.get_mut(node.index()) {
+            *d = (*d).max(until_us.saturating_add(window_us));
+        }
+    }
+
+    /// A message of `node` lost: its renewals may have gone unanswered.
+    pub fn lost(&mut self, time_us: u64, node: NodeId) {
+        let until_us = time_us + self.bounds.store_timeout_ms * 1_000 + self.bounds.renew_window_us();
+        if let Some(d) = self.disturbed_until_us.get_mut(node.index()) {
+            *d = (*d).max(until_us);
+        }
+    }
+
+    /// A node stopped of its own accord: for a worker in worker heartbeat
+    /// mode, it fenced itself (or found its heartbeat taken).
+    pub fn exit(&mut self, verdicts: &mut Verdicts, time_us: u64, node: NodeId, role: NodeRole, incarnation: u32) {
+        let NodeRole::Worker { worker } = role else { return };
+        if self.bounds.heartbeat_mode != HeartbeatMode::Worker {
+            return;
+        }
+        let owner = Owner { worker, incarnation };
+        let Some(lease) = self.members.get(&owner) else { return };
+        // Declared dead: the exit is the reclaimer's doing, judged there.
+        if lease.lost_at_us.is_some() {
+            return;
+        }
+        let window_us = self.bounds.renew_window_us();
+        let quiet_since_us = self
+            .disturbed_until_us
+            .get(node.index())
+            .copied()
+            .unwrap_or(u64::MAX)
+            .max(self.store_disturbed_until_us);
+        // Its registration is where its lease began: it needs a window too.
+        let registered_us = lease.first_landed_us;
+        if time_us > quiet_since_us && time_us > registered_us + window_us {
+            let landed_us = lease.last_landed_us;
+            verdicts.report_with(Invariant::NoNeedlessSuspicion, time_us, None, move || {
+                format!(
+                    "{owner} fenced itself at {} although no fault touched it or the store since {} and its last renewal landed at {}: a healthy worker renews within {}",
+                    fmt_s(time_us),
+                    fmt_s(quiet_since_us.saturating_sub(window_us)),
+                    fmt_s(landed_us),
+                    fmt_s(window_us)
+                )
+            });
+        }
+    }
+
+    pub fn heal(&mut self, time_us: u64) {
+        self.heal_at_us = Some(time_us);
+    }
+
+    /// At the end: every lease still alive in the store whose bound passed
+    /// was never declared dead.
+    pub fn finish(&mut self, verdicts: &mut Verdicts, end_us: u64) {
+        let Some(heal_us) = self.heal_at_us else { return };
+        let docs = self.docs_in_store;
+        let bounds = &self.bounds;
+        let all = self
+            .members
+            .values()
+            .map(|l| (l, None))
+            .chain(
+                self.task_leases
+                    .iter()
+                    .flat_map(|(t, ls)| ls.iter().map(move |l| (l, Some(*t)))),
+            );
+        for (lease, task) in all {
+            if !lease.alive_in_store() || lease.reported_late {
+                continue;
+            }
+            let since_us = lease.last_landed_us.max(heal_us);
+            let bound_us = bounds.detect_us(lease.lease_timeout_ms, docs);
+            if end_us > since_us + bound_us {
+                let what = LeaseName(lease.holder, task, lease.epoch);
+                verdicts.report_with(Invariant::DetectionBounded, end_us, task, move || {
+                    format!(
+                        "{what} stopped being renewed by {} and was still alive at the end, {} (bound {})",
+                        fmt_s(since_us),
+                        fmt_s(end_us),
+                        fmt_s(bound_us)
+                    )
+                });
+            }
+        }
+    }
+}
+
+/// A lease named for messages: a heartbeat document or a task's lease.
+#[derive(Clone, Copy)]
+struct LeaseName(Owner, Option<TaskId>, u64);
+
+impl std::fmt::Display for LeaseName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.1 {
+            None => write!(f, "{}'s heartbeat", self.0),
+            Some(task) => write!(f, "{}'s lease on task {} (epoch {})", self.0, task.0, self.2),
+        }
+    }
+}
