@@ -45,6 +45,56 @@ pub struct FaultsSection {
     /// Faults at set times on named nodes (`worker-3`, `reclaimer-0`).
     #[serde(default)]
     pub scheduled: Vec<ScheduledFault>,
+    /// Faults aimed at lease boundaries rather than at uniform times.
+    #[serde(default)]
+    pub edges: Option<EdgeFaults>,
+}
+
+/// Edge-seeking faults (BUGGIFY-style): each dimension is switched on for a
+/// seed with probability 1/2, on its own stream, so turning one on shifts no
+/// other draw. Uniform random faults rarely line up with a lease boundary;
+/// these are drawn around the timings that matter to a lease: the lease
+/// timeout, the self-fencing deadline, the heartbeat interval and the store
+/// timeout.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EdgeFaults {
+    /// Targeted events per simulated minute of the fault phase, across the
+    /// fleet, for each dimension that is on.
+    pub per_minute: Range<f64>,
+    /// Whether reclaimers are targeted too (pauses, bursts).
+    pub reclaimers: bool,
+}
+
+/// Which edge dimensions one seed turned on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct EdgeSwitches {
+    /// Pauses whose length is drawn around the lease timeout, the
+    /// self-fencing deadline or the heartbeat interval.
+    pub lease_pauses: bool,
+    /// Store replies delayed to land just before or just after their
+    /// request's timeout.
+    pub deadline_replies: bool,
+    /// A worker crashes inside a partition that loses only its replies.
+    pub restart_partitions: bool,
+    /// Two or three faults back to back on one node.
+    pub bursts: bool,
+    /// Every clock drifts at the stated bound: workers slow, reclaimers
+    /// fast (the worst case for a lease).
+    pub drift_at_bound: bool,
+    /// Arrivals squeezed into a tenth of their window: a backlog, so a
+    /// re-queued task waits to be taken.
+    pub backlog: bool,
+}
+
+/// The lease timings edge faults aim at, from the stated configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeaseTimings {
+    pub lease_timeout_ms: u64,
+    pub self_fence_after_ms: u64,
+    pub heartbeat_interval_ms: u64,
+    pub store_timeout_ms: u64,
+    pub max_network_delay_ms: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -198,6 +248,8 @@ pub struct FaultMix {
     pub service_hang: f64,
     pub rolling_deploy_at_ms: Option<u64>,
     pub mass_failure_at_ms: Option<u64>,
+    /// The edge-seeking dimensions this seed turned on.
+    pub edges: EdgeSwitches,
 }
 
 /// Node layout the fault model needs: workers first, then reclaimers, each
@@ -423,6 +475,7 @@ impl FaultsSection {
             services: None,
             restarts: None,
             scheduled: Vec::new(),
+            edges: None,
         }
     }
 
@@ -577,6 +630,9 @@ impl FaultsSection {
                 );
             }
         }
+        if let Some(e) = &self.edges {
+            check_rate("faults.edges.per_minute", e.per_minute)?;
+        }
         for (i, f) in self.scheduled.iter().enumerate() {
             let field = format!("faults.scheduled[{i}]");
             let (at_ms, node, duration_ms) = match f {
@@ -680,7 +736,26 @@ impl FaultsSection {
     }
 
     /// Draw this seed's faults. Pure function of (section, fleet, seed).
-    pub fn draw(&self, fleet: &Fleet, seed: u64) -> DrawnFaults {
+    /// Which edge dimensions `seed` turns on: each with probability 1/2,
+    /// from the first draws of the edges' own stream (none without an
+    /// `edges` section).
+    pub fn edge_switches(&self, seed: u64) -> EdgeSwitches {
+        if self.edges.is_none() {
+            return EdgeSwitches::default();
+        }
+        let mut rng = RngStreams::new(seed).stream(Concern::Edges, 0);
+        let mut coin = || rng.random_bool(0.5);
+        EdgeSwitches {
+            lease_pauses: coin(),
+            deadline_replies: coin(),
+            restart_partitions: coin(),
+            bursts: coin(),
+            drift_at_bound: coin(),
+            backlog: coin(),
+        }
+    }
+
+    pub fn draw(&self, fleet: &Fleet, seed: u64, timings: &LeaseTimings) -> DrawnFaults {
         let streams = RngStreams::new(seed);
         let mut swarm = streams.stream(Concern::Swarm, 0);
         let mut sched_rng = streams.stream(Concern::Host, 1);
@@ -960,6 +1035,29 @@ impl FaultsSection {
                 },
             });
         }
+        if let Some(e) = &self.edges {
+            let switches = self.edge_switches(seed);
+            mix.edges = switches;
+            let clock_bound = self.clock.as_ref().map(|c| c.drift_ppm[1]);
+            self.draw_edges(
+                e,
+                switches,
+                fleet,
+                seed,
+                timings,
+                &mut rates,
+                &mut scheduled,
+            );
+            if let (true, Some(bound)) = (switches.drift_at_bound, clock_bound) {
+                for (i, clock) in clocks.iter_mut().enumerate() {
+                    let fast = fleet.is_reclaimer(NodeId(i as u32));
+                    let d = if fast { bound as i64 } else { -(bound as i64) };
+                    let wall_offset_us = clock.wall_offset_us;
+                    *clock = LocalClock::new(0, d);
+                    clock.wall_offset_us = wall_offset_us;
+                }
+            }
+        }
         // A bound, not a crash: absurd rates get the first faults only.
         scheduled.truncate(MAX_SCHEDULED_FAULTS);
         DrawnFaults {
@@ -969,6 +1067,148 @@ impl FaultsSection {
             clocks,
             crash_reclaimers: self.crash.as_ref().is_some_and(|c| c.reclaimers),
             pause_reclaimers: self.pause.as_ref().is_some_and(|p| p.reclaimers),
+        }
+    }
+}
+
+impl FaultsSection {
+    /// The targeted faults of the edge dimensions `on` turns on, from the
+    /// edges' own stream (after its switches), in a fixed order of draws.
+    #[allow(clippy::too_many_arguments)]
+    fn draw_edges(
+        &self,
+        e: &EdgeFaults,
+        on: EdgeSwitches,
+        fleet: &Fleet,
+        seed: u64,
+        t: &LeaseTimings,
+        rates: &mut FaultRates,
+        scheduled: &mut Vec<Fault>,
+    ) {
+        let phase_us = self.fault_phase_ms * 1_000;
+        let streams = RngStreams::new(seed);
+        // Index 1: index 0 holds the switches.
+        let mut rng = streams.stream(Concern::Edges, 1);
+        let per_minute = {
+            let x: f64 = rng.random();
+            e.per_minute[0] + (e.per_minute[1] - e.per_minute[0]) * x
+        };
+        let delay_ms = t.max_network_delay_ms;
+        // Durations a lease cares about: the lease, the self-fencing
+        // deadline, the heartbeat interval, the margin between the first
+        // two, and the store timeout.
+        let edges_ms = [
+            t.lease_timeout_ms,
+            t.self_fence_after_ms,
+            t.heartbeat_interval_ms,
+            t.lease_timeout_ms - t.self_fence_after_ms,
+            t.store_timeout_ms,
+        ];
+        // Around an edge: up to a heartbeat before it (a pause starts
+        // anywhere between two renewals) to two network delays past it.
+        let around = |rng: &mut ChaCha8Rng| {
+            let edge = edges_ms[rng.random_range(0..edges_ms.len())];
+            let lo = edge.saturating_sub(t.heartbeat_interval_ms).max(1);
+            rng.random_range(lo..=edge + 2 * delay_ms + 1) * 1_000
+        };
+        let workers: Vec<NodeId> = (0..fleet.workers).map(NodeId).collect();
+        let targets: Vec<NodeId> = (0..fleet.workers + fleet.reclaimers)
+            .map(NodeId)
+            .filter(|n| e.reclaimers || !fleet.is_reclaimer(*n))
+            .collect();
+        let restart_us = |rng: &mut ChaCha8Rng| {
+            rng.random_range(self.restart_delay_ms[0]..=self.restart_delay_ms[1]) * 1_000
+        };
+        let clip = |at_us: u64, d_us: u64| d_us.min(phase_us.saturating_sub(at_us)).max(1);
+        // Every dimension draws its events whether or not it is on, so a
+        // dimension switched off shifts no other's draws.
+        let events = |rng: &mut ChaCha8Rng| poisson_times(rng, per_minute, [1, 1], phase_us);
+        // Pauses around lease edges.
+        for (at_us, _) in events(&mut rng) {
+            let node = targets[rng.random_range(0..targets.len())];
+            let d_us = around(&mut rng);
+            if on.lease_pauses {
+                scheduled.push(Fault::PauseAt {
+                    at_us,
+                    node,
+                    duration_us: clip(at_us, d_us),
+                });
+            }
+        }
+        // Store replies that land at their request's deadline, give or take
+        // a round trip: a reply just in time, or just too late.
+        if on.deadline_replies {
+            let from = &mut rates.legs[leg_index(leasehold_sim::Leg::FromStore)];
+            let timeout_us = t.store_timeout_ms * 1_000;
+            let spread_us = 2 * delay_ms * 1_000 + 1_000;
+            from.delay_ppm = from.delay_ppm.max(PPM / 50);
+            from.delay_us_min = timeout_us.saturating_sub(spread_us);
+            from.delay_us_max = timeout_us + spread_us;
+        }
+        // A crash inside a partition that drops only the worker's replies:
+        // its last writes land, it never hears, and it comes back.
+        for (at_us, _) in events(&mut rng) {
+            let node = workers[rng.random_range(0..workers.len())];
+            let before_us = rng.random_range(0..=t.heartbeat_interval_ms * 2) * 1_000;
+            let down_us = restart_us(&mut rng);
+            let after_us = around(&mut rng);
+            if on.restart_partitions {
+                let start_us = at_us.saturating_sub(before_us);
+                scheduled.push(Fault::Partition {
+                    at_us: start_us,
+                    node,
+                    link: Link::Store,
+                    direction: Direction::Inbound,
+                    duration_us: clip(start_us, before_us + down_us + after_us),
+                });
+                scheduled.push(Fault::CrashAt {
+                    at_us,
+                    node,
+                    restart_after_us: down_us,
+                });
+            }
+        }
+        // Bursts: two or three faults on one node, each within a heartbeat
+        // of the one before.
+        for (at_us, _) in events(&mut rng) {
+            let node = targets[rng.random_range(0..targets.len())];
+            let count = rng.random_range(2..=3);
+            let mut when_us = at_us;
+            for _ in 0..count {
+                let kind = rng.random_range(0..4u32);
+                let d_us = around(&mut rng);
+                let gap_us = rng.random_range(0..=t.heartbeat_interval_ms) * 1_000;
+                let down_us = restart_us(&mut rng);
+                if on.bursts && when_us < phase_us {
+                    scheduled.push(match kind {
+                        0 => Fault::PauseAt {
+                            at_us: when_us,
+                            node,
+                            duration_us: clip(when_us, d_us),
+                        },
+                        1 => Fault::CrashAt {
+                            at_us: when_us,
+                            node,
+                            restart_after_us: down_us,
+                        },
+                        2 => Fault::Partition {
+                            at_us: when_us,
+                            node,
+                            link: Link::Store,
+                            direction: Direction::Both,
+                            duration_us: clip(when_us, d_us),
+                        },
+                        _ => Fault::Partition {
+                            at_us: when_us,
+                            node,
+                            link: Link::Store,
+                            direction: Direction::Inbound,
+                            duration_us: clip(when_us, d_us),
+                        },
+                    });
+                }
+                when_us += gap_us + 1;
+            }
         }
     }
 }

@@ -458,6 +458,19 @@ pub fn lease_bounds(s: &crate::scenario::Scenario) -> LeaseBounds {
     }
 }
 
+/// The timings edge-seeking faults aim at: the stated configuration's,
+/// whatever the variant does with them.
+pub fn lease_timings(scn: &ValidScenario) -> crate::fault_model::LeaseTimings {
+    let cfg = scn.protocol_config(Variant::Correct);
+    crate::fault_model::LeaseTimings {
+        lease_timeout_ms: cfg.lease_timeout_ms,
+        self_fence_after_ms: cfg.self_fence_after_ms(),
+        heartbeat_interval_ms: cfg.heartbeat_interval_ms,
+        store_timeout_ms: cfg.store_timeout_ms,
+        max_network_delay_ms: cfg.max_network_delay_ms,
+    }
+}
+
 /// The latest a reply sent in the fault phase can still arrive after it.
 fn late_reply_ms(s: &crate::scenario::Scenario) -> u64 {
     let f = &s.faults;
@@ -490,8 +503,14 @@ pub fn arrivals_ms(scn: &ValidScenario, seed: u64) -> Vec<u64> {
     let mut rng = RngStreams::new(seed).stream(Concern::Workload, 0);
     // Not sorted: task i keeps its arrival time when later tasks are cut
     // (shrinking), because it is always the i-th draw.
+    // The backlog edge squeezes the same draws into a tenth of the window.
+    let squeeze = if scn.scenario.faults.edge_switches(seed).backlog {
+        10
+    } else {
+        1
+    };
     let all: Vec<u64> = (0..t.count)
-        .map(|_| rng.random_range(0..=t.arrival_window_ms))
+        .map(|_| rng.random_range(0..=t.arrival_window_ms) / squeeze)
         .collect();
     match &t.only {
         Some(only) => only.iter().map(|i| all[*i as usize]).collect(),
@@ -594,7 +613,7 @@ fn simulate_inner(
 
     let nodes = roles.len();
     let fleet = scn.fleet();
-    let mut drawn = s.faults.draw(&fleet, seed);
+    let mut drawn = s.faults.draw(&fleet, seed, &lease_timings(scn));
     let faults = match plan {
         Some(source) => source,
         // Moved out: below, only `drawn`'s per-node parts are read.

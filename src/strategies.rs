@@ -32,8 +32,8 @@
 //! explores it from then on.
 
 use crate::fault_model::{
-    ClockFaults, CrashFaults, FaultsSection, NetworkFaults, PauseFaults, Range, RestartFaults,
-    ScheduledFault, ServiceFaults, StoreFaults,
+    ClockFaults, CrashFaults, EdgeFaults, FaultsSection, NetworkFaults, PauseFaults, Range,
+    RestartFaults, ScheduledFault, ServiceFaults, StoreFaults,
 };
 use crate::scenario::{
     Fleet, LimitsSection, NetworkSection, ProtocolSection, Scenario, ServiceSection, TasksSection,
@@ -209,6 +209,8 @@ pub struct FaultParams {
     pub services: Option<ServiceFaults>,
     pub restarts: Option<RestartParams>,
     pub scheduled: Vec<ScheduledParams>,
+    /// Edge-seeking faults, when present (drawn on half the cases).
+    pub edges: Option<EdgeFaults>,
 }
 
 impl FaultParams {
@@ -292,6 +294,7 @@ impl FaultParams {
                 mass_failure_share: f64::from(r.mass_failure_share_percent.clamp(1, 100)) / 100.0,
             }),
             scheduled,
+            edges: self.edges.clone(),
         }
     }
 
@@ -696,6 +699,12 @@ pub fn fault_settings(bounds: ScenarioBounds) -> impl Strategy<Value = FaultPara
                 0
             },
         ),
+        prop::option::of((0.0..6.0f64, 0.0..6.0f64, any::<bool>()).prop_map(
+            |(a, b, reclaimers)| EdgeFaults {
+                per_minute: [a.min(b), a.max(b)],
+                reclaimers,
+            },
+        )),
     )
         .prop_map(
             |(
@@ -703,7 +712,9 @@ pub fn fault_settings(bounds: ScenarioBounds) -> impl Strategy<Value = FaultPara
                 (crash, pause, clock),
                 (network, store, services, restarts),
                 scheduled,
+                edges,
             )| FaultParams {
+                edges,
                 fault_phase_ms,
                 swarm,
                 restart_delay_ms_min,

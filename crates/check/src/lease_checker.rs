@@ -867,15 +867,29 @@ impl LeaseChecker {
                     let _ = self.task_write(time_us, decided_us, actor, task, before, new);
                 } else {
                     let who = self.oracle_actor(actor);
-                    self.oracle
-                        .lease_doc(&mut self.verdicts, time_us, decided_us, who, op, reply, before);
+                    self.oracle.lease_doc(
+                        &mut self.verdicts,
+                        time_us,
+                        decided_us,
+                        who,
+                        op,
+                        reply,
+                        before,
+                    );
                 }
             }
             (StoreRequest::DeleteIfVersion { key, .. }, StoreReply::Deleted) => {
                 if task_of_key(key).is_none() {
                     let who = self.oracle_actor(actor);
-                    self.oracle
-                        .lease_doc(&mut self.verdicts, time_us, decided_us, who, op, reply, before);
+                    self.oracle.lease_doc(
+                        &mut self.verdicts,
+                        time_us,
+                        decided_us,
+                        who,
+                        op,
+                        reply,
+                        before,
+                    );
                 }
                 if let Some(task) = task_of_key(key) {
                     let writer = self.writer(actor);

@@ -117,10 +117,12 @@ struct LeaseTrack {
     lease_timeout_ms: u64,
     /// When the holder's newest alive write landed.
     last_landed_us: u64,
-    /// The landings before it, newest first (0: none): an action is
-    /// judged against the newest renewal that had landed when it was
-    /// decided, which a renewal in flight may have passed since.
-    earlier_landed_us: [u64; 3],
+    /// The holder's newest alive writes as (landed, decided), newest first
+    /// ((0, 0): none): an action is judged against the newest renewal that
+    /// had landed when it was decided (one in flight may have passed it
+    /// since), dated from when it was decided: all the holder can prove is
+    /// that its renewal landed after it sent it.
+    renewals_us: [(u64, u64); 4],
     /// When its first write landed: where a healthy holder's lease began.
     first_landed_us: u64,
     /// When a reclaimer's mark or any delete ended it.
@@ -141,29 +143,21 @@ impl LeaseTrack {
         landed_us.saturating_add(bounds.least_true_us(self.lease_timeout_ms * 1_000))
     }
 
-    /// The newest landing at or before `decided_us`; if every landing kept
-    /// is later, the oldest kept (which can only be lenient: the true one
-    /// is earlier still).
-    fn landed_by_us(&self, decided_us: u64) -> u64 {
-        std::iter::once(self.last_landed_us)
-            .chain(self.earlier_landed_us.into_iter().filter(|t| *t != 0))
-            .find(|t| *t <= decided_us)
-            .unwrap_or_else(|| {
-                self.earlier_landed_us
-                    .into_iter()
-                    .rev()
-                    .find(|t| *t != 0)
-                    .unwrap_or(self.last_landed_us)
-            })
+    /// When the newest renewal that had landed by `decided_us` was sent;
+    /// if every renewal kept landed later, the oldest kept's (which can
+    /// only be lenient: the true one was sent earlier still).
+    fn renewed_by_us(&self, decided_us: u64) -> u64 {
+        let kept = || self.renewals_us.into_iter().filter(|r| *r != (0, 0));
+        kept()
+            .find(|(landed, _)| *landed <= decided_us)
+            .or_else(|| kept().last())
+            .map_or(0, |(_, sent)| sent)
     }
 
-    fn landed(&mut self, time_us: u64) {
-        self.earlier_landed_us = [
-            self.last_landed_us,
-            self.earlier_landed_us[0],
-            self.earlier_landed_us[1],
-        ];
-        self.last_landed_us = time_us;
+    fn landed(&mut self, landed_us: u64, sent_us: u64) {
+        self.renewals_us.rotate_right(1);
+        self.renewals_us[0] = (landed_us, sent_us);
+        self.last_landed_us = landed_us;
     }
 
     fn alive_in_store(&self) -> bool {
@@ -222,7 +216,12 @@ impl LeaseOracle {
         }
     }
 
-    fn lease_mut(&mut self, holder: Owner, task: Option<TaskId>, epoch: u64) -> Option<&mut LeaseTrack> {
+    fn lease_mut(
+        &mut self,
+        holder: Owner,
+        task: Option<TaskId>,
+        epoch: u64,
+    ) -> Option<&mut LeaseTrack> {
         match (self.bounds.heartbeat_mode, task) {
             (HeartbeatMode::Worker, _) => self.members.get_mut(&holder),
             (HeartbeatMode::Task, Some(task)) => self
@@ -259,9 +258,13 @@ impl LeaseOracle {
         };
         // (holder, epoch, task, lease timeout, alive) of the written document.
         let written = match (key, value) {
-            (DocKey::Member { owner }, Some(DocValue::Member(m))) => {
-                Some((owner, 0, None, m.lease_timeout_ms, m.status == MemberStatus::Alive))
-            }
+            (DocKey::Member { owner }, Some(DocValue::Member(m))) => Some((
+                owner,
+                0,
+                None,
+                m.lease_timeout_ms,
+                m.status == MemberStatus::Alive,
+            )),
             (DocKey::TaskLease { task }, Some(DocValue::TaskLease(l))) => Some((
                 l.owner,
                 l.epoch,
@@ -294,7 +297,7 @@ impl LeaseOracle {
                 epoch,
                 lease_timeout_ms: timeout_ms,
                 last_landed_us: time_us,
-                earlier_landed_us: [0; 3],
+                renewals_us: [(0, 0); 4],
                 first_landed_us: time_us,
                 lost_at_us: None,
                 exists: false,
@@ -328,9 +331,7 @@ impl LeaseOracle {
                         )
                     });
                 }
-                if track.last_landed_us != time_us {
-                    track.landed(time_us);
-                }
+                track.landed(time_us, decided_us);
                 track.lease_timeout_ms = timeout_ms;
                 track.lost_at_us = None;
             }
@@ -396,9 +397,11 @@ impl LeaseOracle {
         let (lease, what) = match bounds.heartbeat_mode {
             HeartbeatMode::Worker => (self.members.get(&owner), LeaseName(owner, None, 0)),
             HeartbeatMode::Task => (
-                self.task_leases
-                    .get(&task)
-                    .and_then(|ls| ls.iter().rev().find(|l| l.holder == owner && l.epoch == epoch)),
+                self.task_leases.get(&task).and_then(|ls| {
+                    ls.iter()
+                        .rev()
+                        .find(|l| l.holder == owner && l.epoch == epoch)
+                }),
                 LeaseName(owner, Some(task), epoch),
             ),
         };
@@ -414,12 +417,12 @@ impl LeaseOracle {
         };
         // The newest renewal that had landed by the decision: a later one
         // cannot be what the worker knew.
-        let landed_us = lease.landed_by_us(decided_us);
+        let landed_us = lease.renewed_by_us(decided_us);
         let expires_us = lease.expires_after_us(bounds, landed_us);
         if decided_us.saturating_add(delay_us) >= expires_us {
             verdicts.report_with(Invariant::ActsWithinLease, time_us, Some(task), move || {
                 format!(
-                    "{owner} decided to {action} for task {} at epoch {epoch} at {}, but {what} was last renewed at {} and may be declared dead from {}: the action could arrive after that",
+                    "{owner} decided to {action} for task {} at epoch {epoch} at {}, but {what} was last renewed by a write sent at {}, which proves it only until {}: the action could arrive after that",
                     task.0,
                     fmt_s(decided_us),
                     fmt_s(landed_us),
@@ -446,7 +449,9 @@ impl LeaseOracle {
             (_, TaskState::Done) => "complete it",
             _ => "record progress",
         };
-        self.worker_act(verdicts, time_us, decided_us, owner, task, new.epoch, action);
+        self.worker_act(
+            verdicts, time_us, decided_us, owner, task, new.epoch, action,
+        );
     }
 
     /// A task write by a reclaimer the store accepted: a re-queue of a
@@ -471,10 +476,11 @@ impl LeaseOracle {
         let bounds = &self.bounds;
         let lease = match bounds.heartbeat_mode {
             HeartbeatMode::Worker => self.members.get(&owner),
-            HeartbeatMode::Task => self
-                .task_leases
-                .get(&task)
-                .and_then(|ls| ls.iter().rev().find(|l| l.holder == owner && l.epoch == b.epoch)),
+            HeartbeatMode::Task => self.task_leases.get(&task).and_then(|ls| {
+                ls.iter()
+                    .rev()
+                    .find(|l| l.holder == owner && l.epoch == b.epoch)
+            }),
         };
         // No lease ever landed: the claim is an orphan, re-queued rightly.
         let Some(lease) = lease else { return };
@@ -499,9 +505,12 @@ impl LeaseOracle {
         let store_timeout_us = self.bounds.store_timeout_ms * 1_000;
         let window_us = self.bounds.renew_window_us();
         let (node, until_us) = match *fault {
-            Fault::Pause { node, duration_us, .. } | Fault::PauseAt { node, duration_us, .. } => {
-                (node, time_us + duration_us)
+            Fault::Pause {
+                node, duration_us, ..
             }
+            | Fault::PauseAt {
+                node, duration_us, ..
+            } => (node, time_us + duration_us),
             Fault::Message { node, action, .. } => {
                 let extra_us = match action {
                     MessageAction::Delay { extra_us } | MessageAction::Duplicate { extra_us } => {
@@ -534,7 +543,8 @@ impl LeaseOracle {
 
     /// A message of `node` lost: its renewals may have gone unanswered.
     pub fn lost(&mut self, time_us: u64, node: NodeId) {
-        let until_us = time_us + self.bounds.store_timeout_ms * 1_000 + self.bounds.renew_window_us();
+        let until_us =
+            time_us + self.bounds.store_timeout_ms * 1_000 + self.bounds.renew_window_us();
         if let Some(d) = self.disturbed_until_us.get_mut(node.index()) {
             *d = (*d).max(until_us);
         }
@@ -542,13 +552,27 @@ impl LeaseOracle {
 
     /// A node stopped of its own accord: for a worker in worker heartbeat
     /// mode, it fenced itself (or found its heartbeat taken).
-    pub fn exit(&mut self, verdicts: &mut Verdicts, time_us: u64, node: NodeId, role: NodeRole, incarnation: u32) {
-        let NodeRole::Worker { worker } = role else { return };
+    pub fn exit(
+        &mut self,
+        verdicts: &mut Verdicts,
+        time_us: u64,
+        node: NodeId,
+        role: NodeRole,
+        incarnation: u32,
+    ) {
+        let NodeRole::Worker { worker } = role else {
+            return;
+        };
         if self.bounds.heartbeat_mode != HeartbeatMode::Worker {
             return;
         }
-        let owner = Owner { worker, incarnation };
-        let Some(lease) = self.members.get(&owner) else { return };
+        let owner = Owner {
+            worker,
+            incarnation,
+        };
+        let Some(lease) = self.members.get(&owner) else {
+            return;
+        };
         // Declared dead: the exit is the reclaimer's doing, judged there.
         if lease.lost_at_us.is_some() {
             return;
@@ -583,18 +607,16 @@ impl LeaseOracle {
     /// At the end: every lease still alive in the store whose bound passed
     /// was never declared dead.
     pub fn finish(&mut self, verdicts: &mut Verdicts, end_us: u64) {
-        let Some(heal_us) = self.heal_at_us else { return };
+        let Some(heal_us) = self.heal_at_us else {
+            return;
+        };
         let docs = self.docs_in_store;
         let bounds = &self.bounds;
-        let all = self
-            .members
-            .values()
-            .map(|l| (l, None))
-            .chain(
-                self.task_leases
-                    .iter()
-                    .flat_map(|(t, ls)| ls.iter().map(move |l| (l, Some(*t)))),
-            );
+        let all = self.members.values().map(|l| (l, None)).chain(
+            self.task_leases
+                .iter()
+                .flat_map(|(t, ls)| ls.iter().map(move |l| (l, Some(*t)))),
+        );
         for (lease, task) in all {
             if !lease.alive_in_store() || lease.reported_late {
                 continue;
@@ -624,7 +646,11 @@ impl std::fmt::Display for LeaseName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.1 {
             None => write!(f, "{}'s heartbeat", self.0),
-            Some(task) => write!(f, "{}'s lease on task {} (epoch {})", self.0, task.0, self.2),
+            Some(task) => write!(
+                f,
+                "{}'s lease on task {} (epoch {})",
+                self.0, task.0, self.2
+            ),
         }
     }
 }

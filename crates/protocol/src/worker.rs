@@ -9,7 +9,7 @@ use crate::config::{HeartbeatMode, ProtocolConfig};
 use crate::docs::{DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId, TaskState};
 use crate::events::{FenceCause, LeaseEvent};
 use crate::outbox::Outbox;
-use crate::sorted_vec_map::{SortedVecMap, SortedVecSet};
+use crate::sorted_vec_map::SortedVecMap;
 use crate::variant::Variant;
 use crate::{LeaseInput, LeaseOutput};
 use leasehold_interface::{
@@ -244,7 +244,10 @@ pub struct Worker {
     /// no slot (the slot is free again): the bound is that each entry has its
     /// one renewal in flight, so at most `MAX_PENDING_REQUESTS`; in practice
     /// the leases released within one `store_timeout_ms`.
-    releasing: SortedVecSet<TaskId>,
+    ///
+    /// Beside them, in the same set (a worker must stay a word smaller than
+    /// a reclaimer, see below): the unheard leases, see `TaskLeaseNotes`.
+    releasing: task_lease::TaskLeaseNotes,
     out: Outbox<Purpose>,
     /// Wall-clock reading at the current input: stamps documents, nothing more.
     wall_ms: u64,
@@ -319,7 +322,7 @@ impl Worker {
             due_from: NEVER,
             lease_creates: SortedVecMap::new(),
             leases: SortedVecMap::new(),
-            releasing: SortedVecSet::new(),
+            releasing: task_lease::TaskLeaseNotes::default(),
             out: Outbox::new(),
             wall_ms: 0,
         }
@@ -1324,7 +1327,8 @@ impl Worker {
                     && !self.doubtful.contains_key(&task)
                     && (!task_mode
                         || (!self.leases.contains_key(&task)
-                            && !self.lease_creates.contains_key(&task))))
+                            && !self.lease_creates.contains_key(&task)
+                            && !self.unheard_lease_on(task, d))))
                 && d.value
                     .as_task()
                     .is_some_and(|t| t.state == TaskState::Pending)

@@ -43,6 +43,9 @@ pub enum Concern {
     Boot = 9,
     /// Clock skew and drift; indexed by node stream id.
     Clocks = 10,
+    /// Which edge-seeking fault dimensions a seed turns on, and their
+    /// targeted faults (the host's fault model).
+    Edges = 11,
 }
 
 /// A value in `lo..=hi` from 32 random bits, by multiply-shift: one
