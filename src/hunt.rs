@@ -27,6 +27,8 @@ pub struct HuntResult {
     #[serde(skip)]
     pub scenario_file: Option<PathBuf>,
     pub invariant: Option<String>,
+    /// The heartbeat mode (`worker` or `task`) of the scenario that caught it.
+    pub mode: Option<String>,
     pub seed: Option<u64>,
     /// Runs made for this variant.
     pub runs: u64,
@@ -106,6 +108,14 @@ fn row(
         scenario: hit.map(|h| h.1.scenario.name().to_string()),
         scenario_file: hit.map(|h| h.1.file.clone()),
         invariant: hit.map(|h| h.2.name().to_string()),
+        mode: hit.map(|h| {
+            h.1.scenario
+                .scenario
+                .protocol
+                .heartbeat_mode
+                .name()
+                .to_string()
+        }),
         seed: hit.map(|h| h.3),
         runs,
     }

@@ -102,3 +102,57 @@ fn no_double_ownership_fires_when_live_workers_are_reclaimed_by_wall_clock() {
         Invariant::NoDoubleOwnership,
     );
 }
+
+// The lease oracles: each judged when the action is taken, so each fires on
+// a planted bug whether or not its damage showed, and the same seed on the
+// correct protocol is clean (in `fires_on`).
+
+#[test]
+fn acts_within_lease_fires_when_a_worker_acts_past_its_lease() {
+    fires_on(
+        "gc-pause-zombie",
+        "no-self-fencing",
+        Invariant::ActsWithinLease,
+    );
+}
+
+#[test]
+fn no_needless_suspicion_fires_when_a_reclaimer_uses_its_own_lease_timeout() {
+    fires_on(
+        "ml-batch",
+        "reclaimer-own-ttl",
+        Invariant::NoNeedlessSuspicion,
+    );
+}
+
+#[test]
+fn no_needless_suspicion_fires_when_staleness_is_judged_by_wall_clocks() {
+    fires_on(
+        "clock-skew",
+        "wall-clock-staleness",
+        Invariant::NoNeedlessSuspicion,
+    );
+}
+
+#[test]
+fn no_resurrection_fires_when_a_declared_death_is_written_over() {
+    fires_on(
+        "lease-edge",
+        "wall-clock-staleness",
+        Invariant::NoResurrection,
+    );
+}
+
+#[test]
+fn detection_bounded_fires_when_a_scan_stops_after_its_first_page() {
+    fires_on(
+        "mass-failure",
+        "scan-first-page-only",
+        Invariant::DetectionBounded,
+    );
+}
+
+#[test]
+fn detection_bounded_fires_when_reclaim_runs_only_at_startup() {
+    fires("reclaim-only-at-startup", Invariant::DetectionBounded);
+}

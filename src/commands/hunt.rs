@@ -146,8 +146,8 @@ fn replay_of(r: &HuntResult) -> String {
 
 fn print_table(results: &[HuntResult]) {
     println!(
-        "{:<32} {:<7} {:>6}  {:<20} {:<22} replay",
-        "variant", "caught", "seeds", "scenario", "invariant"
+        "{:<32} {:<7} {:>6}  {:<22} {:<6} {:<22} replay",
+        "variant", "caught", "seeds", "scenario", "mode", "invariant"
     );
     for r in results {
         let caught = match (r.variant == Variant::Correct.name(), r.caught) {
@@ -157,12 +157,13 @@ fn print_table(results: &[HuntResult]) {
             (false, false) => "NO",
         };
         println!(
-            "{:<32} {:<7} {:>6}  {:<20} {:<22} {}",
+            "{:<32} {:<7} {:>6}  {:<22} {:<6} {:<22} {}",
             r.variant,
             caught,
             r.seeds_to_detect
                 .map_or_else(|| r.runs.to_string(), |n| n.to_string()),
             r.scenario.as_deref().unwrap_or("-"),
+            r.mode.as_deref().unwrap_or("-"),
             r.invariant.as_deref().unwrap_or("-"),
             if r.caught { replay_of(r) } else { "-".into() }
         );
@@ -178,11 +179,11 @@ fn markdown(results: &[HuntResult], budget: u64, scenarios: usize) -> String {
          first failure. The `correct` row must stay clean for the whole budget on every scenario.\n\n"
     ));
     out.push_str(
-        "| variant | caught | seeds | scenario | invariant | seed |\n|---|---|---|---|---|---|\n",
+        "| variant | caught | seeds | scenario | mode | invariant | seed |\n|---|---|---|---|---|---|---|\n",
     );
     for r in results {
         out.push_str(&format!(
-            "| `{}` | {} | {} | {} | {} | {} |\n",
+            "| `{}` | {} | {} | {} | {} | {} | {} |\n",
             r.variant,
             if r.variant == Variant::Correct.name() {
                 if r.caught { "FAILED" } else { "clean" }
@@ -194,6 +195,7 @@ fn markdown(results: &[HuntResult], budget: u64, scenarios: usize) -> String {
             r.seeds_to_detect
                 .map_or_else(|| format!("{} (all)", r.runs), |n| n.to_string()),
             r.scenario.as_deref().unwrap_or("-"),
+            r.mode.as_deref().unwrap_or("-"),
             r.invariant
                 .as_deref()
                 .map_or("-".to_string(), |i| format!("`{i}`")),

@@ -333,7 +333,8 @@ impl LeaseOracle {
                 }
                 track.landed(time_us, decided_us);
                 track.lease_timeout_ms = timeout_ms;
-                track.lost_at_us = None;
+                // A lost lease stays lost: a late write that brings the
+                // document back does not bring the lease back.
             }
             Actor::Reclaimer(_) if track.alive_in_store() && (!alive || deleting) => {
                 let expires_us = track.expires_us(&bounds);
@@ -652,5 +653,353 @@ impl std::fmt::Display for LeaseName {
                 self.0, task.0, self.2
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Each oracle fires on a record stream a broken protocol would make,
+    //! and stays silent on the stream of a correct one.
+    use crate::lease_checker::{CheckConfig, LeaseChecker, LivenessBound, NodeRole};
+    use crate::{Invariant, LeaseBounds};
+    use leasehold_interface::{
+        Document, EffectReply, EffectRequest, RequestId, ServiceId, StoreReply, StoreRequest,
+    };
+    use leasehold_protocol::{DocKey, DocValue, HeartbeatMode, MemberDoc, MemberStatus, Owner};
+    use leasehold_sim::{Actor, Fault, NodeId, Observer, Record, RecordKind};
+
+    const S: u64 = 1_000_000;
+    const LEASE_MS: u64 = 15_000;
+    const WORKER: NodeId = NodeId(0);
+    const RECLAIMER: NodeId = NodeId(1);
+    const ME: Owner = Owner {
+        worker: 0,
+        incarnation: 1,
+    };
+
+    fn bounds() -> LeaseBounds {
+        LeaseBounds {
+            heartbeat_mode: HeartbeatMode::Worker,
+            max_clock_drift_ppm: 500,
+            max_network_delay_ms: 10,
+            heartbeat_interval_ms: 5_000,
+            store_timeout_ms: 1_000,
+            retry_backoff_ms: 200,
+            scan_interval_ms: 5_000,
+            scan_page_size: 100,
+            restart_delay_ms_max: 10_000,
+            late_reply_ms: 3_000,
+            slack_ms: 1_000,
+        }
+    }
+
+    fn checker() -> LeaseChecker {
+        LeaseChecker::new(CheckConfig {
+            roles: vec![
+                NodeRole::Worker { worker: 0 },
+                NodeRole::Reclaimer { id: 0 },
+            ],
+            tasks_total: 1,
+            steps_per_task: 1,
+            last_arrival_ms: 0,
+            liveness: LivenessBound {
+                detect_ms: 60_000,
+                per_task_ms: 10_000,
+                capacity: 1,
+                slack_ms: 1_000,
+            },
+            service_names: vec!["payment".into()],
+            step_names: vec!["payment".into()],
+            grace_ms: 60_000,
+            bounds: bounds(),
+        })
+    }
+
+    fn member(status: MemberStatus, beats: u64) -> DocValue {
+        DocValue::Member(MemberDoc {
+            owner: ME,
+            status,
+            beats,
+            lease_timeout_ms: LEASE_MS,
+            written_at_ms: 0,
+        })
+    }
+
+    fn actor(node: NodeId) -> Actor {
+        Actor::Node {
+            node,
+            incarnation: 1,
+        }
+    }
+
+    /// A write of our heartbeat document by `node`, decided at `decided_us`
+    /// and landing at `time_us`, over version `before`.
+    fn write(
+        c: &mut LeaseChecker,
+        node: NodeId,
+        time_us: u64,
+        decided_us: u64,
+        value: DocValue,
+        before: Option<u64>,
+    ) {
+        let key = DocKey::Member { owner: ME };
+        let op = match before {
+            None => StoreRequest::CreateIfAbsent {
+                key,
+                value,
+                index: None,
+            },
+            Some(v) => StoreRequest::PutIfVersion {
+                key,
+                expected: v,
+                value,
+                index: None,
+            },
+        };
+        let before_doc = before.map(|v| Document {
+            key,
+            version: v,
+            value: member(MemberStatus::Alive, 0),
+        });
+        let reply = StoreReply::Written { version: time_us };
+        c.record(&Record {
+            time_us,
+            kind: RecordKind::Store {
+                actor: actor(node),
+                request: RequestId(time_us),
+                op: &op,
+                reply: &reply,
+                before: before_doc.as_ref(),
+                decided_us,
+            },
+        });
+    }
+
+    fn effect(c: &mut LeaseChecker, decided_us: u64) {
+        c.record(&Record {
+            time_us: decided_us + 5_000,
+            kind: RecordKind::Effect {
+                actor: actor(WORKER),
+                request: RequestId(7),
+                call: EffectRequest {
+                    service: ServiceId(0),
+                    resource: 0,
+                    step: 0,
+                    token: 1,
+                    idempotency_key: true,
+                },
+                outcome: EffectReply::Applied,
+                decided_us,
+                sent_us: decided_us,
+            },
+        });
+    }
+
+    fn count(c: &LeaseChecker, invariant: Invariant) -> u64 {
+        c.violation_count(invariant)
+    }
+
+    #[test]
+    fn acts_within_lease_fires_past_the_last_renewal_and_not_before() {
+        let mut c = checker();
+        write(
+            &mut c,
+            WORKER,
+            S + 5_000,
+            S,
+            member(MemberStatus::Alive, 0),
+            None,
+        );
+        // Within: a lease sent at 1 s is proven until about 16 s, less the
+        // drift; an action decided at 10 s arrives in time.
+        effect(&mut c, 10 * S);
+        assert_eq!(count(&c, Invariant::ActsWithinLease), 0);
+        // 15.995 s: the call could arrive after 16 s less 7.5 ms of drift.
+        effect(&mut c, 16 * S - 5_000);
+        assert_eq!(count(&c, Invariant::ActsWithinLease), 1);
+        // A renewal that landed after the decision does not excuse it.
+        write(
+            &mut c,
+            WORKER,
+            17 * S,
+            16 * S + 990_000,
+            member(MemberStatus::Alive, 1),
+            Some(S + 5_000),
+        );
+        effect(&mut c, 16 * S + 995_000);
+        assert_eq!(count(&c, Invariant::ActsWithinLease), 2);
+        // One that landed before it does.
+        effect(&mut c, 17 * S + 1);
+        assert_eq!(count(&c, Invariant::ActsWithinLease), 2);
+    }
+
+    #[test]
+    fn needless_suspicion_fires_on_an_early_declaration_and_not_a_due_one() {
+        let mut early = checker();
+        write(
+            &mut early,
+            WORKER,
+            S,
+            S,
+            member(MemberStatus::Alive, 0),
+            None,
+        );
+        write(
+            &mut early,
+            RECLAIMER,
+            10 * S,
+            10 * S,
+            member(MemberStatus::Dead, 0),
+            Some(S),
+        );
+        assert_eq!(count(&early, Invariant::NoNeedlessSuspicion), 1);
+        let mut due = checker();
+        write(&mut due, WORKER, S, S, member(MemberStatus::Alive, 0), None);
+        write(
+            &mut due,
+            RECLAIMER,
+            16 * S + 10_000,
+            16 * S,
+            member(MemberStatus::Dead, 0),
+            Some(S),
+        );
+        assert_eq!(count(&due, Invariant::NoNeedlessSuspicion), 0);
+    }
+
+    fn exit(c: &mut LeaseChecker, time_us: u64) {
+        c.record(&Record {
+            time_us,
+            kind: RecordKind::Exit {
+                node: WORKER,
+                incarnation: 1,
+            },
+        });
+    }
+
+    #[test]
+    fn needless_suspicion_fires_when_an_untouched_worker_fences_itself() {
+        let mut c = checker();
+        write(&mut c, WORKER, S, S, member(MemberStatus::Alive, 0), None);
+        exit(&mut c, 20 * S);
+        assert_eq!(count(&c, Invariant::NoNeedlessSuspicion), 1);
+        // A pause that ended at 12 s excuses a fence until a renewal
+        // window after it.
+        let mut paused = checker();
+        write(
+            &mut paused,
+            WORKER,
+            S,
+            S,
+            member(MemberStatus::Alive, 0),
+            None,
+        );
+        paused.record(&Record {
+            time_us: 2 * S,
+            kind: RecordKind::Fault(Fault::PauseAt {
+                at_us: 2 * S,
+                node: WORKER,
+                duration_us: 10 * S,
+            }),
+        });
+        exit(&mut paused, 16 * S);
+        assert_eq!(count(&paused, Invariant::NoNeedlessSuspicion), 0);
+    }
+
+    #[test]
+    fn no_resurrection_fires_on_a_write_decided_after_the_death() {
+        let mut c = checker();
+        write(&mut c, WORKER, S, S, member(MemberStatus::Alive, 0), None);
+        write(
+            &mut c,
+            RECLAIMER,
+            20 * S,
+            20 * S,
+            member(MemberStatus::Dead, 0),
+            Some(S),
+        );
+        // Decided before the death, landing after: a late message, not a
+        // resurrection by decision.
+        write(
+            &mut c,
+            WORKER,
+            21 * S,
+            19 * S,
+            member(MemberStatus::Alive, 1),
+            Some(20 * S),
+        );
+        assert_eq!(count(&c, Invariant::NoResurrection), 0);
+        write(
+            &mut c,
+            WORKER,
+            22 * S,
+            21 * S + 1,
+            member(MemberStatus::Alive, 2),
+            Some(21 * S),
+        );
+        assert_eq!(count(&c, Invariant::NoResurrection), 1);
+    }
+
+    #[test]
+    fn detection_bounded_fires_on_a_lease_never_declared_and_not_on_one_declared() {
+        let heal = |c: &mut LeaseChecker| {
+            c.record(&Record {
+                time_us: 10 * S,
+                kind: RecordKind::HealPhase,
+            })
+        };
+        let bound_us = bounds().detect_us(LEASE_MS, 1);
+        let mut never = checker();
+        write(
+            &mut never,
+            WORKER,
+            S,
+            S,
+            member(MemberStatus::Alive, 0),
+            None,
+        );
+        heal(&mut never);
+        never.finish(10 * S + bound_us + 1);
+        assert_eq!(count(&never, Invariant::DetectionBounded), 1);
+        let mut declared = checker();
+        write(
+            &mut declared,
+            WORKER,
+            S,
+            S,
+            member(MemberStatus::Alive, 0),
+            None,
+        );
+        heal(&mut declared);
+        write(
+            &mut declared,
+            RECLAIMER,
+            30 * S,
+            30 * S,
+            member(MemberStatus::Dead, 0),
+            Some(S),
+        );
+        declared.finish(10 * S + bound_us + 1);
+        assert_eq!(count(&declared, Invariant::DetectionBounded), 0);
+        // Declared, but late: judged when it lands.
+        let mut late = checker();
+        write(
+            &mut late,
+            WORKER,
+            S,
+            S,
+            member(MemberStatus::Alive, 0),
+            None,
+        );
+        heal(&mut late);
+        let late_us = 10 * S + bound_us + 1;
+        write(
+            &mut late,
+            RECLAIMER,
+            late_us,
+            late_us,
+            member(MemberStatus::Dead, 0),
+            Some(S),
+        );
+        assert_eq!(count(&late, Invariant::DetectionBounded), 1);
     }
 }
