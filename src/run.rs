@@ -192,8 +192,12 @@ impl RunObserver<'_, '_> {
             Some((task, new)) => {
                 let before = before.and_then(|d| d.value.as_task());
                 self.load.task_write(actor, new, before);
-                // The checker judges only the writes the store accepted.
-                if let StoreReply::Written { .. } = reply {
+                // The checker judges the writes the store accepted; of the
+                // rest, only whether a worker decided them within its lease.
+                if !matches!(reply, StoreReply::Written { .. }) {
+                    self.checker
+                        .refused_task_write(time_us, decided_us, actor, task, new);
+                } else if let StoreReply::Written { .. } = reply {
                     // Of the store records, only a task write moves the
                     // count of tasks done, and so the stop time; and only
                     // the rare one that the checker says moved it is

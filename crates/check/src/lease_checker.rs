@@ -834,14 +834,22 @@ impl LeaseChecker {
         )
     }
 
-    /// Whether the checker reads this store record: accepted writes and
-    /// deletes. The rest (reads, scans, refused writes) [`Self::store`]
-    /// turns away, so a host may skip them.
+    /// Whether the checker reads this store record: writes (accepted or
+    /// refused: a refused write was still decided) and deletes. The rest
+    /// (reads, scans) [`Self::store`] turns away, so a host may skip them.
     pub fn judges_store<K, V>(op: &StoreRequest<K, V>, reply: &StoreReply<K, V>) -> bool {
         matches!(
             (op, reply),
-            (_, StoreReply::Written { .. })
+            (_, StoreReply::Written { .. } | StoreReply::Conflict { .. })
                 | (StoreRequest::DeleteIfVersion { .. }, StoreReply::Deleted)
+        ) || matches!(
+            (op, reply),
+            (
+                StoreRequest::CreateIfAbsent { .. }
+                    | StoreRequest::PutIfVersion { .. }
+                    | StoreRequest::PutUnconditional { .. },
+                StoreReply::Unavailable
+            )
         )
     }
 
@@ -876,6 +884,11 @@ impl LeaseChecker {
                         reply,
                         before,
                     );
+                }
+            }
+            (_, StoreReply::Conflict { .. } | StoreReply::Unavailable) => {
+                if let Some((task, new)) = task_write(op) {
+                    self.refused_task_write(time_us, decided_us, actor, task, new);
                 }
             }
             (StoreRequest::DeleteIfVersion { key, .. }, StoreReply::Deleted) => {
@@ -923,6 +936,31 @@ impl LeaseChecker {
     ) -> bool {
         let writer = self.writer(actor);
         self.on_task_write(time_us, decided_us, task, writer, before, new)
+    }
+
+    /// A task write the store refused (a conflict, or unavailable): it
+    /// changed nothing, but a worker still decided it, and it must have
+    /// decided it within its lease.
+    #[cold]
+    pub fn refused_task_write(
+        &mut self,
+        time_us: u64,
+        decided_us: u64,
+        actor: Actor,
+        task: TaskId,
+        new: &TaskDoc,
+    ) {
+        if let Writer::Worker(owner) = self.writer(actor) {
+            self.oracle.worker_task_write(
+                &mut self.verdicts,
+                time_us,
+                decided_us,
+                owner,
+                task,
+                None,
+                new,
+            );
+        }
     }
 
     /// An effect ledger line ([`RecordKind::Effect`]): what

@@ -1543,7 +1543,9 @@ impl Worker {
         if self.task_mode() && !self.task_lease_alive(now, task, doc.epoch) {
             // The claim landed but its lease may have lapsed meanwhile: never
             // act on it; the reclaimer re-queues it once the lease expires.
-            self.leases.remove(&task);
+            if let Some(lease) = self.leases.remove(&task) {
+                self.releasing.insert_unheard(task, lease.epoch);
+            }
             return;
         }
         let replaced = self.runs.insert(
@@ -1715,8 +1717,11 @@ impl Worker {
 
     fn abandon(&mut self, task: TaskId) {
         // Task mode: stop renewing and never delete: the task may still run
-        // under this lease in the store; the reclaimer settles both.
-        self.leases.remove(&task);
+        // under this lease in the store; the reclaimer settles both. Nor
+        // ever create it again (see `TaskLeaseNotes`).
+        if let Some(lease) = self.leases.remove(&task) {
+            self.releasing.insert_unheard(task, lease.epoch);
+        }
         self.releasing.remove(&task);
         if let Some(run) = self.remove_run(task) {
             self.out.event(LeaseEvent::Abandoned {

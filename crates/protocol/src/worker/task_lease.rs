@@ -22,10 +22,10 @@ pub(super) const MAX_UNHEARD_LEASES: usize = 64;
 /// Two sets of a task-mode worker in one (it must stay a word smaller than
 /// a reclaimer): the tasks whose lease was released while a renewal was in
 /// flight (epoch 0: no lease has epoch 0, a claim bumps the epoch first),
-/// and the `(task, epoch)` leases of ours found in a create's conflict. An
-/// unheard lease is an earlier create of ours that landed unheard; whether
-/// a claim went out under it is unknown, so it is left to expire, and it is
-/// never created again: once a reclaimer has declared it dead and deleted
+/// and the `(task, epoch)` leases of ours left to expire unused: a create
+/// that timed out or whose conflict showed our own lease (it landed
+/// unheard), or one whose reply came too late to claim under. They are
+/// never created again: once a reclaimer has declared one dead and deleted
 /// it, a new create would write it alive again (`no-resurrection`). At
 /// most `MAX_UNHEARD_LEASES` of them, the lowest dropped first.
 #[derive(Debug, Default)]
@@ -66,7 +66,7 @@ impl TaskLeaseNotes {
 /// What a worker knows about one lease it holds.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct TaskLease {
-    epoch: u64,
+    pub(super) epoch: u64,
     /// Version of the lease document after our last write that landed.
     version: Version,
     beats: u64,
@@ -328,8 +328,10 @@ impl Worker {
                             let claimed = self.claimed_doc(claimed);
                             self.send_claim(now, task, claimed, task_version);
                         } else {
-                            // Too late to claim safely; the reclaimer cleans up.
+                            // Too late to claim safely; the reclaimer cleans up,
+                            // and we never create this lease again.
                             self.leases.remove(&task);
+                            self.releasing.insert_unheard(task, claimed.epoch);
                             self.poll_later(now);
                         }
                     }
