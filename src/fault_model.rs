@@ -46,7 +46,7 @@ pub struct FaultsSection {
     #[serde(default)]
     pub scheduled: Vec<ScheduledFault>,
     /// Faults aimed at lease boundaries rather than at uniform times.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edges: Option<EdgeFaults>,
 }
 

@@ -699,12 +699,13 @@ pub fn fault_settings(bounds: ScenarioBounds) -> impl Strategy<Value = FaultPara
                 0
             },
         ),
-        prop::option::of((0.0..6.0f64, 0.0..6.0f64, any::<bool>()).prop_map(
-            |(a, b, reclaimers)| EdgeFaults {
-                per_minute: [a.min(b), a.max(b)],
+        // Tenths of an event a minute: a float that survives its JSON.
+        prop::option::of(
+            (0..=60u32, 0..=60u32, any::<bool>()).prop_map(|(a, b, reclaimers)| EdgeFaults {
+                per_minute: [f64::from(a.min(b)) / 10.0, f64::from(a.max(b)) / 10.0],
                 reclaimers,
-            },
-        )),
+            }),
+        ),
     )
         .prop_map(
             |(

@@ -375,7 +375,7 @@ fn sweep_shrink_writes_a_failure_file_per_failing_seed_that_replays() {
         let r = leasehold(&["replay", file.to_str().unwrap()]);
         assert_eq!(r.status.code(), Some(1), "{}", stdout(&r));
         assert!(
-            stdout(&r).starts_with("reproduced: no-double-ownership"),
+            stdout(&r).starts_with("reproduced: acts-within-lease"),
             "{}",
             stdout(&r)
         );

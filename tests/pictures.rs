@@ -150,7 +150,7 @@ fn svg_export_draws_lanes_and_the_violation() {
         serde_json::from_str(&std::fs::read_to_string(MINIMAL).unwrap()).unwrap();
     let worker = &failure["scenario"]["fleet"]["worker_ids"][0];
     assert!(svg.contains(&format!("worker-{worker}")), "worker-{worker}");
-    assert!(svg.contains("VIOLATION no-double-ownership"));
+    assert!(svg.contains("VIOLATION acts-within-lease"));
     // The restart dot is in the legend.
     assert!(
         svg.contains(">restart<") || svg.contains("restart\n"),

@@ -222,6 +222,7 @@ fn sweep_test_reports_a_generated_scenario_it_fails_on() {
             services: None,
             restarts: None,
             scheduled: Vec::new(),
+            edges: None,
         },
     };
     let scn = crashy_scenario.valid_scenario();

@@ -50,7 +50,7 @@ fn every_committed_shrunk_failure_replays_to_its_invariant() {
 fn shrinking_keeps_the_invariant_and_makes_the_run_smaller() {
     let scn = common::scenario("gc-pause-zombie");
     let f = leasehold::shrink::shrink(&scn, 1, Variant::NoSelfFencing, Default::default()).unwrap();
-    assert_eq!(f.invariant, "no-double-ownership");
+    assert_eq!(f.invariant, "acts-within-lease");
     assert!(f.shrunk.faults < f.original.faults);
     assert!(f.shrunk.tasks < f.original.tasks);
     assert!(f.shrunk.events < f.original.events);

@@ -318,10 +318,16 @@ impl LeaseOracle {
         let docs_in_store = self.docs_in_store;
         let track = self.lease_mut(holder, task, epoch).expect("tracked above");
         let what = LeaseName(holder, task, epoch);
+        // In task mode a create is a new claim attempt: the worker dates
+        // the lease from that create and claims under it from scratch, so
+        // only a renewal can carry a lost lease on. A heartbeat document is
+        // its incarnation's one lease: any alive write after its loss does.
+        let carries_on = task.is_none() || !matches!(op, StoreRequest::CreateIfAbsent { .. });
         match actor {
             Actor::Worker(o) if o == holder && alive => {
                 if let Some(lost_us) = track.lost_at_us
                     && decided_us > lost_us
+                    && carries_on
                 {
                     verdicts.report_with(Invariant::NoResurrection, time_us, task, move || {
                         format!(
@@ -331,10 +337,17 @@ impl LeaseOracle {
                         )
                     });
                 }
+                if !carries_on {
+                    // A task-mode create that landed begins a new lease.
+                    track.lost_at_us = None;
+                    track.renewals_us = [(0, 0); 4];
+                    track.first_landed_us = time_us;
+                    track.reported_late = false;
+                }
                 track.landed(time_us, decided_us);
                 track.lease_timeout_ms = timeout_ms;
-                // A lost lease stays lost: a late write that brings the
-                // document back does not bring the lease back.
+                // Otherwise a lost lease stays lost: a late write that brings
+                // the document back does not bring the lease back.
             }
             Actor::Reclaimer(_) if track.alive_in_store() && (!alive || deleting) => {
                 let expires_us = track.expires_us(&bounds);

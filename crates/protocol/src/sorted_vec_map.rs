@@ -164,18 +164,16 @@ impl<K: Ord> SortedVecSet<K> {
         }
     }
 
-    // The tests ask it.
+    // The worker's one set (`releasing`) is only added to and taken from;
+    // the tests ask these.
     #[cfg(test)]
     pub fn len(&self) -> usize {
         self.map.len()
     }
 
+    #[cfg(test)]
     pub fn contains(&self, key: &K) -> bool {
         self.map.contains_key(key)
-    }
-
-    pub fn keys(&self) -> impl Iterator<Item = &K> {
-        self.map.keys()
     }
 
     /// Whether `key` was new.

@@ -9,7 +9,7 @@ use crate::config::{HeartbeatMode, ProtocolConfig};
 use crate::docs::{DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId, TaskState};
 use crate::events::{FenceCause, LeaseEvent};
 use crate::outbox::Outbox;
-use crate::sorted_vec_map::SortedVecMap;
+use crate::sorted_vec_map::{SortedVecMap, SortedVecSet};
 use crate::variant::Variant;
 use crate::{LeaseInput, LeaseOutput};
 use leasehold_interface::{
@@ -244,10 +244,7 @@ pub struct Worker {
     /// no slot (the slot is free again): the bound is that each entry has its
     /// one renewal in flight, so at most `MAX_PENDING_REQUESTS`; in practice
     /// the leases released within one `store_timeout_ms`.
-    ///
-    /// Beside them, in the same set (a worker must stay a word smaller than
-    /// a reclaimer, see below): the unheard leases, see `TaskLeaseNotes`.
-    releasing: task_lease::TaskLeaseNotes,
+    releasing: SortedVecSet<TaskId>,
     out: Outbox<Purpose>,
     /// Wall-clock reading at the current input: stamps documents, nothing more.
     wall_ms: u64,
@@ -322,7 +319,7 @@ impl Worker {
             due_from: NEVER,
             lease_creates: SortedVecMap::new(),
             leases: SortedVecMap::new(),
-            releasing: task_lease::TaskLeaseNotes::default(),
+            releasing: SortedVecSet::new(),
             out: Outbox::new(),
             wall_ms: 0,
         }
@@ -1327,8 +1324,7 @@ impl Worker {
                     && !self.doubtful.contains_key(&task)
                     && (!task_mode
                         || (!self.leases.contains_key(&task)
-                            && !self.lease_creates.contains_key(&task)
-                            && !self.unheard_lease_on(task, d))))
+                            && !self.lease_creates.contains_key(&task))))
                 && d.value
                     .as_task()
                     .is_some_and(|t| t.state == TaskState::Pending)
@@ -1543,9 +1539,7 @@ impl Worker {
         if self.task_mode() && !self.task_lease_alive(now, task, doc.epoch) {
             // The claim landed but its lease may have lapsed meanwhile: never
             // act on it; the reclaimer re-queues it once the lease expires.
-            if let Some(lease) = self.leases.remove(&task) {
-                self.releasing.insert_unheard(task, lease.epoch);
-            }
+            self.leases.remove(&task);
             return;
         }
         let replaced = self.runs.insert(
@@ -1717,11 +1711,8 @@ impl Worker {
 
     fn abandon(&mut self, task: TaskId) {
         // Task mode: stop renewing and never delete: the task may still run
-        // under this lease in the store; the reclaimer settles both. Nor
-        // ever create it again (see `TaskLeaseNotes`).
-        if let Some(lease) = self.leases.remove(&task) {
-            self.releasing.insert_unheard(task, lease.epoch);
-        }
+        // under this lease in the store; the reclaimer settles both.
+        self.leases.remove(&task);
         self.releasing.remove(&task);
         if let Some(run) = self.remove_run(task) {
             self.out.event(LeaseEvent::Abandoned {

@@ -11,62 +11,13 @@
 use super::{Claimed, Phase, Purpose, Worker};
 use crate::docs::{DocKey, DocValue, MemberStatus, TaskDoc, TaskId, TaskLeaseDoc};
 use crate::events::LeaseEvent;
-use crate::sorted_vec_map::SortedVecSet;
 use crate::variant::Variant;
-use leasehold_interface::{Document, Instant, StoreReply, StoreRequest, Version};
-
-/// Bound on the unheard leases a worker remembers: a create lands unheard
-/// only when its reply is lost, a handful of times per run at most.
-pub(super) const MAX_UNHEARD_LEASES: usize = 64;
-
-/// Two sets of a task-mode worker in one (it must stay a word smaller than
-/// a reclaimer): the tasks whose lease was released while a renewal was in
-/// flight (epoch 0: no lease has epoch 0, a claim bumps the epoch first),
-/// and the `(task, epoch)` leases of ours left to expire unused: a create
-/// that timed out or whose conflict showed our own lease (it landed
-/// unheard), or one whose reply came too late to claim under. They are
-/// never created again: once a reclaimer has declared one dead and deleted
-/// it, a new create would write it alive again (`no-resurrection`). At
-/// most `MAX_UNHEARD_LEASES` of them, the lowest dropped first.
-#[derive(Debug, Default)]
-pub(super) struct TaskLeaseNotes {
-    notes: SortedVecSet<(TaskId, u64)>,
-}
-
-impl TaskLeaseNotes {
-    pub(super) fn insert(&mut self, task: TaskId) -> bool {
-        self.notes.insert((task, 0))
-    }
-
-    pub(super) fn remove(&mut self, task: &TaskId) -> bool {
-        self.notes.remove(&(*task, 0))
-    }
-
-    pub(super) fn clear(&mut self) {
-        self.notes.clear();
-    }
-
-    pub(super) fn insert_unheard(&mut self, task: TaskId, epoch: u64) {
-        assert!(epoch > 0, "a lease's epoch follows a claim's bump");
-        // Counted here, where one is added (rare), not kept: no room.
-        let unheard = || self.notes.keys().filter(|(_, e)| *e > 0);
-        if unheard().count() >= MAX_UNHEARD_LEASES {
-            let lowest = *unheard().next().expect("unheard leases counted");
-            self.notes.remove(&lowest);
-        }
-        self.notes.insert((task, epoch));
-        debug_assert!(self.notes.keys().filter(|(_, e)| *e > 0).count() <= MAX_UNHEARD_LEASES);
-    }
-
-    fn is_unheard(&self, task: TaskId, epoch: u64) -> bool {
-        self.notes.contains(&(task, epoch))
-    }
-}
+use leasehold_interface::{Instant, StoreReply, StoreRequest, Version};
 
 /// What a worker knows about one lease it holds.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct TaskLease {
-    pub(super) epoch: u64,
+    epoch: u64,
     /// Version of the lease document after our last write that landed.
     version: Version,
     beats: u64,
@@ -261,12 +212,9 @@ impl Worker {
     pub(super) fn on_task_lease_timeout(&mut self, now: Instant, purpose: Purpose) {
         match purpose {
             // Outcome unknown: do not claim. If the lease landed, nobody
-            // renews it and the reclaimer expires and deletes it; it may
-            // have, so it is never created again (see `TaskLeaseNotes`).
+            // renews it and the reclaimer expires and deletes it.
             Purpose::LeaseCreate { task } => {
-                if let Some(creation) = self.lease_creates.remove(&task) {
-                    self.releasing.insert_unheard(task, creation.claimed.epoch);
-                }
+                self.lease_creates.remove(&task);
                 self.poll_later(now)
             }
             Purpose::LeaseRenew { task, epoch } => {
@@ -285,14 +233,6 @@ impl Worker {
             Purpose::LeaseRelease => {}
             _ => unreachable!("not a task lease purpose"),
         }
-    }
-
-    /// Whether a lease of ours on `task`, for the epoch a claim of `doc`
-    /// would give it, landed unheard (see `unheard_leases`).
-    pub(super) fn unheard_lease_on(&self, task: TaskId, doc: &Document<DocKey, DocValue>) -> bool {
-        doc.value
-            .as_task()
-            .is_some_and(|t| self.releasing.is_unheard(task, t.epoch + 1))
     }
 
     pub(super) fn on_task_lease_reply(
@@ -328,27 +268,14 @@ impl Worker {
                             let claimed = self.claimed_doc(claimed);
                             self.send_claim(now, task, claimed, task_version);
                         } else {
-                            // Too late to claim safely; the reclaimer cleans up,
-                            // and we never create this lease again.
+                            // Too late to claim safely; the reclaimer cleans up.
                             self.leases.remove(&task);
-                            self.releasing.insert_unheard(task, claimed.epoch);
                             self.poll_later(now);
                         }
                     }
                     // Someone else holds (or held) a lease on this task: treat it
-                    // like a lost claim race. If it is ours, for this epoch, an
-                    // earlier create landed unheard: remember not to create it
-                    // again (see `unheard_leases`).
-                    StoreReply::Conflict { current } => {
-                        let ours = current
-                            .as_ref()
-                            .and_then(|d| d.value.as_task_lease())
-                            .is_some_and(|l| l.owner == self.me && l.epoch == claimed.epoch);
-                        if ours {
-                            self.releasing.insert_unheard(task, claimed.epoch);
-                        }
-                        self.lost_claim_race(now)
-                    }
+                    // like a lost claim race.
+                    StoreReply::Conflict { .. } => self.lost_claim_race(now),
                     _ => self.poll_later(now),
                 }
             }
