@@ -18,8 +18,9 @@ pub enum Invariant {
     EpochsMonotonic,
     /// A done task never changes again.
     DoneIsFinal,
-    /// Not a lease invariant: a simulated node panicked, or the run hit an
-    /// event or queue limit. Reported like a violation so it is never lost.
+    /// Not a lease invariant: a simulated node panicked (or the run's queue
+    /// overflowed). Reported like a violation so it is never lost. (A run
+    /// its scenario's limits stop is reported cut short, not as this.)
     SimulationHealthy,
 }
 
