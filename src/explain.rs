@@ -17,15 +17,144 @@ use std::collections::BTreeSet;
 /// Lines beyond this are elided from the middle of the story.
 const MAX_STORY_LINES: usize = 80;
 
+/// How much a line of the story explains: what a long story's default cut
+/// keeps first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Weight {
+    /// About a followed task (its writes, effects, re-queues), or what
+    /// struck a node that owned one (a crash, a pause, a partition, being
+    /// declared dead), or the heal phase.
+    Story,
+    /// A message fault or a message lost: noise in bulk, one may matter.
+    Message,
+}
+
 struct Teller<'a> {
     roles: &'a [NodeRole],
     tasks: &'a BTreeSet<u32>,
     services: Vec<String>,
-    lines: Vec<(u64, String)>,
+    lines: Vec<(u64, String, Weight)>,
+    /// Nodes that claimed a followed task: their faults are its story (a
+    /// node keeps that until every followed task is done). Empty while no
+    /// task is followed, when every fault is told.
+    owners: BTreeSet<NodeId>,
+    /// Followed tasks done (once all are, faults are no longer theirs).
+    done: BTreeSet<u32>,
+    /// Followed tasks that arrived (a store outage before any is not theirs).
+    arrived: BTreeSet<u32>,
+    /// Nodes whose pause, crash or partition was told: its end is told too.
+    told_open: BTreeSet<(NodeId, u8)>,
+    /// A store outage was told: its end is told too.
+    told_outage: bool,
 }
 
 fn secs(us: u64) -> String {
     format!("{:>9.3} s", us as f64 / 1e6)
+}
+
+/// A fault in the words `explain` tells it (`NETWORK: worker-3's reply from
+/// the store is delayed 0.4 s`); `export` labels its marks with the same.
+pub fn fault_words(roles: &[NodeRole], fault: &Fault) -> String {
+    let n = |node: NodeId| crate::export::node_name(roles, node);
+    match *fault {
+        Fault::Crash { node, point, .. } => match point {
+            CrashPoint::BeforeInput => {
+                format!("CRASH: {} dies before handling its next input", n(node))
+            }
+            CrashPoint::BetweenOutputs { emitted } => format!(
+                "CRASH: {} dies mid-step, after {emitted} of its outputs left",
+                n(node)
+            ),
+        },
+        Fault::CrashAt { node, .. } => {
+            format!("CRASH: {} is killed (deploy or node failure)", n(node))
+        }
+        Fault::Restart { node, incarnation } => format!(
+            "{} restarts as incarnation {incarnation}, remembering nothing",
+            n(node)
+        ),
+        Fault::Pause {
+            node,
+            duration_us,
+            after_outputs,
+            ..
+        } => format!(
+            "PAUSE: {} freezes for {:.1} s (stop-the-world GC) after {after_outputs} outputs of its step left",
+            n(node),
+            duration_us as f64 / 1e6
+        ),
+        Fault::PauseAt {
+            node, duration_us, ..
+        } => format!(
+            "PAUSE: {} freezes for {:.1} s",
+            n(node),
+            duration_us as f64 / 1e6
+        ),
+        Fault::Resume { node } => {
+            format!("{} wakes up and carries on as if nothing happened", n(node))
+        }
+        Fault::ClockJump { node, delta_us, .. } => format!(
+            "CLOCK: {}'s wall clock jumps by {:+.1} s",
+            n(node),
+            delta_us as f64 / 1e6
+        ),
+        Fault::Message {
+            node, leg, action, ..
+        } => format!(
+            "NETWORK: {}'s {} {}",
+            n(node),
+            message_words(leg),
+            action_words(action)
+        ),
+        Fault::Partition {
+            node,
+            link,
+            direction,
+            duration_us,
+            ..
+        } => format!(
+            "PARTITION: {} loses {} its link to {} for {:.1} s",
+            n(node),
+            match direction {
+                Direction::Both => "both directions of",
+                Direction::Outbound => "the outbound half of",
+                Direction::Inbound => "the inbound half of",
+            },
+            match link {
+                Link::Store => "the store",
+                Link::Services => "the services",
+            },
+            duration_us as f64 / 1e6
+        ),
+        Fault::PartitionHealed { node, .. } => format!("{}'s partition heals", n(node)),
+        Fault::StoreOutage { duration_us, .. } => {
+            format!("STORE OUTAGE for {:.1} s", duration_us as f64 / 1e6)
+        }
+        Fault::StoreRecovered { .. } => "the store answers again".to_string(),
+    }
+}
+
+/// The message of a leg, in words: "reply from the store".
+pub fn message_words(leg: Leg) -> &'static str {
+    match leg {
+        Leg::ToStore => "request to the store",
+        Leg::FromStore => "reply from the store",
+        Leg::ToService => "call to a service",
+        Leg::FromService => "reply from a service",
+    }
+}
+
+/// What a message fault did, in words: "is delayed 0.4 s".
+pub fn action_words(action: MessageAction) -> String {
+    match action {
+        MessageAction::Drop => "is lost".to_string(),
+        MessageAction::Duplicate { .. } => "is delivered twice".to_string(),
+        MessageAction::Delay { extra_us } => {
+            format!("is delayed {:.1} s", extra_us as f64 / 1e6)
+        }
+        MessageAction::Fail => "is refused".to_string(),
+        MessageAction::Hang => "hangs forever".to_string(),
+    }
 }
 
 impl Teller<'_> {
@@ -45,111 +174,97 @@ impl Teller<'_> {
     }
 
     fn say(&mut self, time_us: u64, text: String) {
-        self.lines.push((time_us, text));
+        self.lines.push((time_us, text, Weight::Story));
+    }
+
+    fn say_message(&mut self, time_us: u64, text: String) {
+        self.lines.push((time_us, text, Weight::Message));
+    }
+
+    /// Whether what happens to `node` now is part of the followed tasks'
+    /// story: every node's is while no task is followed; otherwise an
+    /// owner's, until every followed task is done.
+    fn touches(&self, node: NodeId) -> bool {
+        self.tasks.is_empty() || (self.owners.contains(&node) && self.done.len() < self.tasks.len())
+    }
+
+    /// The node of a worker owner, if it is in this run's fleet.
+    fn node_of_worker(&self, worker: u32) -> Option<NodeId> {
+        self.roles
+            .iter()
+            .position(|r| *r == NodeRole::Worker { worker })
+            .map(|i| NodeId(i as u32))
     }
 
     fn fault(&mut self, time_us: u64, fault: &Fault) {
-        let n = |t: &Self, node: NodeId| t.node(node, None);
-        let text = match *fault {
-            Fault::Crash { node, point, .. } => match point {
-                CrashPoint::BeforeInput => format!(
-                    "CRASH: {} dies before handling its next input",
-                    n(self, node)
-                ),
-                CrashPoint::BetweenOutputs { emitted } => {
-                    format!(
-                        "CRASH: {} dies mid-step, after {emitted} of its outputs left",
-                        n(self, node)
-                    )
+        // Kinds of what opens and closes: a pause, a crash, a partition.
+        const PAUSE: u8 = 0;
+        const CRASH: u8 = 1;
+        const PARTITION: u8 = 2;
+        let told = match *fault {
+            Fault::StoreOutage { .. } => {
+                let alive = self.tasks.is_empty()
+                    || (!self.arrived.is_empty() && self.done.len() < self.tasks.len());
+                self.told_outage = alive;
+                alive
+            }
+            Fault::StoreRecovered { .. } => std::mem::take(&mut self.told_outage),
+            // An end is told when its start was, or when it is the
+            // story's anyway (a restart after a node fenced itself).
+            Fault::Resume { node } => self.told_open.remove(&(node, PAUSE)) | self.touches(node),
+            Fault::Restart { node, .. } => {
+                self.told_open.remove(&(node, CRASH)) | self.touches(node)
+            }
+            Fault::PartitionHealed { node, .. } => {
+                self.told_open.remove(&(node, PARTITION)) | self.touches(node)
+            }
+            ref f => {
+                let node = f.node().expect("every other fault strikes a node");
+                let told = self.touches(node);
+                let opens = match f {
+                    Fault::Pause { .. } | Fault::PauseAt { .. } => Some(PAUSE),
+                    Fault::Crash { .. } | Fault::CrashAt { .. } => Some(CRASH),
+                    Fault::Partition { .. } => Some(PARTITION),
+                    _ => None,
+                };
+                if let (true, Some(kind)) = (told, opens) {
+                    self.told_open.insert((node, kind));
                 }
-            },
-            Fault::CrashAt { node, .. } => format!(
-                "CRASH: {} is killed (deploy or node failure)",
-                n(self, node)
-            ),
-            Fault::Restart { node, incarnation } => {
-                format!(
-                    "{} restarts as incarnation {incarnation}, remembering nothing",
-                    n(self, node)
-                )
+                told
             }
-            Fault::Pause {
-                node,
-                duration_us,
-                after_outputs,
-                ..
-            } => format!(
-                "PAUSE: {} freezes for {:.1} s (stop-the-world GC) after {after_outputs} outputs of its step left",
-                n(self, node),
-                duration_us as f64 / 1e6
-            ),
-            Fault::PauseAt {
-                node, duration_us, ..
-            } => {
-                format!(
-                    "PAUSE: {} freezes for {:.1} s",
-                    n(self, node),
-                    duration_us as f64 / 1e6
-                )
-            }
-            Fault::Resume { node } => format!(
-                "{} wakes up and carries on as if nothing happened",
-                n(self, node)
-            ),
-            Fault::ClockJump { node, delta_us, .. } => {
-                format!(
-                    "CLOCK: {}'s wall clock jumps by {:+.1} s",
-                    n(self, node),
-                    delta_us as f64 / 1e6
-                )
-            }
-            Fault::Message {
-                node, leg, action, ..
-            } => {
-                let what = match leg {
-                    Leg::ToStore => "request to the store",
-                    Leg::FromStore => "reply from the store",
-                    Leg::ToService => "call to a service",
-                    Leg::FromService => "reply from a service",
-                };
-                let how = match action {
-                    MessageAction::Drop => "is lost".to_string(),
-                    MessageAction::Duplicate { .. } => "is delivered twice".to_string(),
-                    MessageAction::Delay { extra_us } => {
-                        format!("is delayed {:.1} s", extra_us as f64 / 1e6)
-                    }
-                    MessageAction::Fail => "is refused".to_string(),
-                    MessageAction::Hang => "hangs forever".to_string(),
-                };
-                format!("NETWORK: {}'s {what} {how}", n(self, node))
-            }
-            Fault::Partition {
-                node,
-                link,
-                direction,
-                duration_us,
-                ..
-            } => format!(
-                "PARTITION: {} loses {} its link to {} for {:.1} s",
-                n(self, node),
-                match direction {
-                    Direction::Both => "both directions of",
-                    Direction::Outbound => "the outbound half of",
-                    Direction::Inbound => "the inbound half of",
-                },
-                match link {
-                    Link::Store => "the store",
-                    Link::Services => "the services",
-                },
-                duration_us as f64 / 1e6
-            ),
-            Fault::PartitionHealed { node, .. } => format!("{}'s partition heals", n(self, node)),
-            Fault::StoreOutage { duration_us, .. } => {
-                format!("STORE OUTAGE for {:.1} s", duration_us as f64 / 1e6)
-            }
-            Fault::StoreRecovered { .. } => "the store answers again".to_string(),
         };
-        self.say(time_us, text);
+        if !told {
+            return;
+        }
+        let text = fault_words(self.roles, fault);
+        if matches!(fault, Fault::Message { .. }) {
+            self.say_message(time_us, text);
+        } else {
+            self.say(time_us, text);
+        }
+    }
+
+    /// A write of a followed task's document: who owns it from now on, and
+    /// whether it is done.
+    fn follow_write(&mut self, task: u32, actor: Actor, new: &leasehold_protocol::TaskDoc) {
+        self.arrived.insert(task);
+        match new.state {
+            TaskState::Done => {
+                self.done.insert(task);
+            }
+            TaskState::Running => {
+                if let Some(node) = new.owner.and_then(|o| self.node_of_worker(o.worker)) {
+                    self.owners.insert(node);
+                }
+                if let Actor::Node { node, .. } = actor {
+                    self.owners.insert(node);
+                }
+                self.done.remove(&task);
+            }
+            TaskState::Pending => {
+                self.done.remove(&task);
+            }
+        }
     }
 }
 
@@ -174,6 +289,9 @@ impl Observer<DocKey, DocValue, LeaseEvent> for Teller<'_> {
                 let Some(new) = op.value().and_then(|v| v.as_task().copied()) else {
                     return;
                 };
+                if let StoreReply::Written { .. } = reply {
+                    self.follow_write(task.0, *actor, &new);
+                }
                 let old = before.and_then(|b| b.value.as_task().copied());
                 let blind = matches!(op, StoreRequest::PutUnconditional { .. });
                 let text = match reply {
@@ -265,7 +383,15 @@ impl Observer<DocKey, DocValue, LeaseEvent> for Teller<'_> {
             } => {
                 let who = self.node(*node, Some(*incarnation));
                 let text = match event {
-                    LeaseEvent::DeclaredDead { owner } => format!("{who} declares {owner} dead"),
+                    LeaseEvent::DeclaredDead { owner }
+                        if self
+                            .node_of_worker(owner.worker)
+                            .is_some_and(|n| self.touches(n)) =>
+                    {
+                        format!("{who} declares {owner} dead")
+                    }
+                    LeaseEvent::DeclaredDead { .. } => return,
+                    LeaseEvent::Fenced { .. } if !self.touches(*node) => return,
                     LeaseEvent::Fenced {
                         cause: FenceCause::LeaseExpired,
                         ..
@@ -316,12 +442,15 @@ impl Observer<DocKey, DocValue, LeaseEvent> for Teller<'_> {
                     LossReason::StoreOutage => "the store outage",
                     LossReason::Dropped | LossReason::Hung => return, // told by the fault line
                 };
+                if !self.touches(*node) {
+                    return;
+                }
                 let who = self.node(*node, Some(*incarnation));
                 let what = match leg {
                     Leg::ToStore | Leg::ToService => "a request",
                     Leg::FromStore | Leg::FromService => "a reply",
                 };
-                self.say(t, format!("{what} of {who} is lost to {why}"));
+                self.say_message(t, format!("{what} of {who} is lost to {why}"));
             }
             RecordKind::HealPhase => self.say(
                 t,
@@ -330,6 +459,75 @@ impl Observer<DocKey, DocValue, LeaseEvent> for Teller<'_> {
             _ => {}
         }
     }
+}
+
+/// The marker for `n` lines a cut left out.
+fn elided(n: usize) -> String {
+    let lines = if n == 1 { "line" } else { "lines" };
+    format!("  {:>11}  ... {n} more {lines} ...", "")
+}
+
+/// Which lines of a long story its default cut keeps: at most
+/// [`MAX_STORY_LINES`], counting a `... N more lines ...` marker for each
+/// run of lines left out. The story's own lines first (a followed task's
+/// writes and effects, what struck its owners), then the message faults
+/// nearest the violation (before it first). A story with more of its own
+/// lines than that, or of no task, keeps its start and its end.
+fn story_cut(lines: &[(u64, String, Weight)], violation_us: Option<u64>) -> Vec<bool> {
+    if lines.len() <= MAX_STORY_LINES {
+        return vec![true; lines.len()];
+    }
+    let story: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].2 == Weight::Story)
+        .collect();
+    let mut keep = vec![false; lines.len()];
+    for &i in &story {
+        keep[i] = true;
+    }
+    let shown = |keep: &[bool]| {
+        let kept = keep.iter().filter(|k| **k).count();
+        let gaps = (0..keep.len())
+            .filter(|&i| !keep[i] && (i == 0 || keep[i - 1]))
+            .count();
+        kept + gaps
+    };
+    if story.len() == lines.len() || shown(&keep) > MAX_STORY_LINES {
+        // More than fits: the story's beginning and its run-up to the end,
+        // with one marker between.
+        let budget = MAX_STORY_LINES - 1;
+        let head = budget / 4;
+        let mut keep = vec![false; lines.len()];
+        for &i in story.iter().take(head) {
+            keep[i] = true;
+        }
+        for &i in story.iter().rev().take(budget - head) {
+            keep[i] = true;
+        }
+        return keep;
+    }
+    // Then the message faults closest to the violation (or the end), while
+    // the lines and their markers fit.
+    let focus = violation_us.unwrap_or_else(|| lines.last().map_or(0, |l| l.0));
+    let mut messages: Vec<usize> = (0..lines.len()).filter(|&i| !keep[i]).collect();
+    messages.sort_by_key(|&i| {
+        let t = lines[i].0;
+        (t > focus, t.abs_diff(focus), i)
+    });
+    for i in messages {
+        keep[i] = true;
+        if shown(&keep) > MAX_STORY_LINES {
+            keep[i] = false;
+            break;
+        }
+    }
+    // A line left out alone costs its marker: show it instead.
+    for i in 0..keep.len() {
+        let alone = (i == 0 || keep[i - 1]) && (i + 1 == keep.len() || keep[i + 1]);
+        if alone {
+            keep[i] = true;
+        }
+    }
+    keep
 }
 
 /// What `explain` tells beyond its default.
@@ -382,6 +580,11 @@ pub fn explain_with(
         tasks: &tasks,
         services: scn.services.iter().map(|s| s.name.clone()).collect(),
         lines: Vec::new(),
+        owners: BTreeSet::new(),
+        done: BTreeSet::new(),
+        arrived: BTreeSet::new(),
+        told_open: BTreeSet::new(),
+        told_outage: false,
     };
     let outcome = simulate_with_plan(scn, seed, variant, plan, Some(&mut teller));
     let mut out = Vec::new();
@@ -412,20 +615,28 @@ pub fn explain_with(
         s.tasks.steps_per_task(),
     ));
     let lines = teller.lines;
-    let keep_head = MAX_STORY_LINES / 2;
-    let cut = lines.len() > MAX_STORY_LINES && !telling.all;
-    for (i, (t, text)) in lines.iter().enumerate() {
-        if cut && i == keep_head {
-            out.push(format!(
-                "  {:>11}  ... {} more lines ...",
-                "",
-                lines.len() - MAX_STORY_LINES
-            ));
-        }
-        if cut && i >= keep_head && i < lines.len() - keep_head {
+    let kept = if telling.all {
+        vec![true; lines.len()]
+    } else {
+        story_cut(
+            &lines,
+            outcome.violations.first().map(|v| v.time_ms * 1_000),
+        )
+    };
+    let mut left_out = 0;
+    for ((t, text, _), keep) in lines.iter().zip(&kept) {
+        if !keep {
+            left_out += 1;
             continue;
         }
+        if left_out > 0 {
+            out.push(elided(left_out));
+            left_out = 0;
+        }
         out.push(format!("  {}  {text}", secs(*t)));
+    }
+    if left_out > 0 {
+        out.push(elided(left_out));
     }
     for v in outcome.violations.iter().take(3) {
         out.push(format!(
@@ -435,7 +646,9 @@ pub fn explain_with(
             v.message
         ));
     }
-    if outcome.ok() {
+    if let Some(cut) = &outcome.cut_short {
+        out.push(format!("CUT SHORT: {}", cut.line()));
+    } else if outcome.ok() {
         out.push("no invariant was violated in this run".to_string());
     }
     (out, outcome)

@@ -6,7 +6,7 @@ use crate::scenario::ValidScenario;
 use leasehold_check::NodeRole;
 use leasehold_interface::StoreReply;
 use leasehold_protocol::{DocKey, DocValue, LeaseEvent, Owner, TaskState, Variant};
-use leasehold_sim::{Actor, Fault, FaultPlan, NodeId, Observer, Record, RecordKind};
+use leasehold_sim::{Actor, Fault, FaultPlan, MessageAction, NodeId, Observer, Record, RecordKind};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -29,7 +29,9 @@ pub struct Mark {
     pub node: NodeId,
     pub time_us: u64,
     /// "crash", "restart", "pause", "partition", "heartbeat",
-    /// "declared dead", "fenced", "clock jump", "lost".
+    /// "declared dead", "fenced", "clock jump", or what a message fault
+    /// did: "message lost", "message delivered twice", "message delayed",
+    /// "message refused", "call hangs".
     pub kind: &'static str,
     pub detail: String,
     /// For pauses and partitions: how long.
@@ -144,44 +146,37 @@ impl Observer<DocKey, DocValue, LeaseEvent> for Collector<'_> {
                     _ => {}
                 }
             }
-            RecordKind::Fault(f) => match *f {
-                Fault::Crash { node, .. } | Fault::CrashAt { node, .. } => {
-                    self.mark(node, t, "crash", format!("{f:?}"), 0)
+            RecordKind::Fault(f) => {
+                // Labelled in the words `explain` tells them in.
+                let words = || crate::explain::fault_words(self.roles, f);
+                match *f {
+                    Fault::Crash { node, .. } | Fault::CrashAt { node, .. } => {
+                        self.mark(node, t, "crash", words(), 0)
+                    }
+                    Fault::Restart { node, .. } => self.mark(node, t, "restart", words(), 0),
+                    Fault::Pause {
+                        node, duration_us, ..
+                    }
+                    | Fault::PauseAt {
+                        node, duration_us, ..
+                    } => self.mark(node, t, "pause", words(), duration_us),
+                    Fault::ClockJump { node, .. } => self.mark(node, t, "clock jump", words(), 0),
+                    Fault::Partition {
+                        node, duration_us, ..
+                    } => self.mark(node, t, "partition", words(), duration_us),
+                    Fault::Message { node, action, .. } => {
+                        let kind = match action {
+                            MessageAction::Drop => "message lost",
+                            MessageAction::Duplicate { .. } => "message delivered twice",
+                            MessageAction::Delay { .. } => "message delayed",
+                            MessageAction::Fail => "message refused",
+                            MessageAction::Hang => "call hangs",
+                        };
+                        self.mark(node, t, kind, words(), 0)
+                    }
+                    _ => {}
                 }
-                Fault::Restart { node, incarnation } => {
-                    self.mark(node, t, "restart", format!("incarnation {incarnation}"), 0)
-                }
-                Fault::Pause {
-                    node, duration_us, ..
-                }
-                | Fault::PauseAt {
-                    node, duration_us, ..
-                } => self.mark(node, t, "pause", String::new(), duration_us),
-                Fault::ClockJump { node, delta_us, .. } => self.mark(
-                    node,
-                    t,
-                    "clock jump",
-                    format!("{:+.1} s", delta_us as f64 / 1e6),
-                    0,
-                ),
-                Fault::Partition {
-                    node,
-                    link,
-                    direction,
-                    duration_us,
-                    ..
-                } => self.mark(
-                    node,
-                    t,
-                    "partition",
-                    format!("{link:?} {direction:?}"),
-                    duration_us,
-                ),
-                Fault::Message {
-                    node, leg, action, ..
-                } => self.mark(node, t, "lost", format!("{leg:?} {action:?}"), 0),
-                _ => {}
-            },
+            }
             RecordKind::Event { node, event, .. } => match event {
                 LeaseEvent::DeclaredDead { owner } => {
                     self.mark(*node, t, "declared dead", owner.to_string(), 0)

@@ -3,7 +3,7 @@
 //! down to a small [`SeedResult`] so that a sweep of a million seeds keeps
 //! little in memory.
 
-use crate::run::{RunOutcome, simulate};
+use crate::run::{CUT_SHORT, RunOutcome, simulate};
 use crate::scenario::ValidScenario;
 use crate::sweep_engine::SeedJob;
 use leasehold_protocol::Variant;
@@ -33,21 +33,32 @@ impl SeedResult {
     }
 
     pub fn from_outcome(outcome: &RunOutcome) -> SeedResult {
+        let cut_short = outcome.cut_short.as_ref();
         SeedResult {
             seed: outcome.seed,
+            // A run cut short is no pass: named after the invariants.
             invariants: outcome
                 .invariants
                 .iter()
                 .map(|i| i.name().to_string())
+                .chain(cut_short.map(|_| CUT_SHORT.to_string()))
                 .collect(),
-            first_violation: outcome.violations.first().map(|v| {
-                format!(
-                    "{} at {:.3} s: {}",
-                    v.invariant,
-                    v.time_ms as f64 / 1e3,
-                    v.message
-                )
-            }),
+            first_violation: outcome
+                .violations
+                .first()
+                .map(|v| {
+                    format!(
+                        "{} at {:.3} s: {}",
+                        v.invariant,
+                        v.time_ms as f64 / 1e3,
+                        v.message
+                    )
+                })
+                .or_else(|| {
+                    cut_short.map(|c| {
+                        format!("{CUT_SHORT} at {:.3} s: {}", c.at_ms as f64 / 1e3, c.line())
+                    })
+                }),
             events: outcome.events(),
             trace_hash: outcome.trace_hash_hex(),
         }

@@ -17,6 +17,8 @@ pub mod input_file;
 pub mod lease_job;
 pub mod lease_node;
 pub mod measure;
+pub mod memory_estimate;
+pub mod output_file;
 pub mod panic_capture;
 pub mod parallel;
 pub mod results_file;
@@ -39,6 +41,9 @@ pub mod swimlane;
 pub mod trace;
 
 pub use lease_job::{LeaseJob, SeedResult, replay_command, shell_word};
-pub use run::{LEASEHOLD_VERSION, RunOutcome, simulate, simulate_timed, simulate_with_plan};
+pub use run::{
+    CUT_SHORT, CutShort, LEASEHOLD_VERSION, RunOutcome, simulate, simulate_timed,
+    simulate_with_plan,
+};
 pub use scenario::{Scenario, ScenarioError, ValidScenario};
 pub use sweep_test::SweepTest;

@@ -3,7 +3,7 @@
 
 mod commands;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -45,6 +45,10 @@ enum Command {
         /// Run twice and fail on any difference in the trace.
         #[arg(long)]
         check_determinism: bool,
+        /// Refuse to start a run whose estimated peak memory is over SIZE
+        /// (512MiB, 4GiB) [default: half of this machine's memory]
+        #[arg(long, value_name = "SIZE")]
+        max_memory: Option<String>,
     },
     /// Run every seed in a range on all cores; report each failing seed with
     /// its replay command, in seed order.
@@ -59,6 +63,10 @@ enum Command {
         /// Print one JSON object instead of the human report.
         #[arg(long)]
         json: bool,
+        /// Refuse to start a run whose estimated peak memory is over SIZE
+        /// (512MiB, 4GiB) [default: half of this machine's memory]
+        #[arg(long, value_name = "SIZE")]
+        max_memory: Option<String>,
     },
     /// Sweep simulations and draw what heartbeats cost: load, store-load,
     /// detection, or all. Writes PNG/SVG images and CSV data into --out.
@@ -95,6 +103,10 @@ enum Command {
         /// Print one JSON object instead of the human report.
         #[arg(long)]
         json: bool,
+        /// Refuse to start a run whose estimated peak memory is over SIZE
+        /// (512MiB, 4GiB) [default: half of this machine's memory]
+        #[arg(long, value_name = "SIZE")]
+        max_memory: Option<String>,
     },
     /// Tell a failure file's (or trace's) run as a story around its violation.
     Explain {
@@ -104,9 +116,14 @@ enum Command {
         /// (repeat it, or give a comma-separated list).
         #[arg(long, value_name = "N", value_delimiter = ',')]
         task: Vec<u32>,
-        /// Print every line; a long story is otherwise cut in the middle.
+        /// Print every line; a long story is otherwise cut to the lines
+        /// that explain the violation.
         #[arg(long)]
         all: bool,
+        /// Refuse to start a run whose estimated peak memory is over SIZE
+        /// (512MiB, 4GiB) [default: half of this machine's memory]
+        #[arg(long, value_name = "SIZE")]
+        max_memory: Option<String>,
     },
     /// Draw a failure file's (or trace's) run: Chrome trace JSON for Perfetto,
     /// or a swimlane as SVG or PNG.
@@ -121,6 +138,10 @@ enum Command {
         /// (an extension that says another format is refused).
         #[arg(long, value_name = "OUT")]
         out: PathBuf,
+        /// Refuse to start a run whose estimated peak memory is over SIZE
+        /// (512MiB, 4GiB) [default: half of this machine's memory]
+        #[arg(long, value_name = "SIZE")]
+        max_memory: Option<String>,
     },
     /// List the shipped scenarios with the story each one tells.
     Scenarios {
@@ -156,16 +177,41 @@ enum Command {
         /// Also write the kill table as Markdown to FILE.
         #[arg(long, value_name = "FILE")]
         markdown: Option<PathBuf>,
+        /// Refuse to start when the estimated peak memory of --jobs runs at
+        /// once is over SIZE (512MiB, 4GiB) [default: half of this
+        /// machine's memory]
+        #[arg(long, value_name = "SIZE")]
+        max_memory: Option<String>,
     },
 }
 
 fn main() -> ExitCode {
     leasehold::panic_capture::install_quiet_hook();
+    // Before anything is opened: a closed standard output would lose the
+    // report, and the first file opened would take its descriptor.
+    if let Err(e) = commands::report::check_writable() {
+        eprintln!("error: cannot write to standard output: {e}");
+        return ExitCode::from(commands::EXIT_BAD_INPUT);
+    }
+    // Plain `leasehold`: what it can do, as `--help` says it.
+    if std::env::args_os().len() == 1 {
+        let code = leasehold::panic_capture::exit_code_of(|| {
+            commands::report::write(format_args!("{}", Cli::command().render_help()), true);
+            commands::report::flush();
+            commands::EXIT_OK
+        });
+        return ExitCode::from(code);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return ExitCode::from(refuse_arguments(&e)),
     };
-    let code = leasehold::panic_capture::exit_code_of(|| dispatch(cli.command));
+    let code = leasehold::panic_capture::exit_code_of(|| {
+        let code = dispatch(cli.command);
+        // A report cut short by a reader that left still has its verdict.
+        commands::report::flush();
+        code
+    });
     ExitCode::from(code)
 }
 
@@ -213,6 +259,7 @@ fn dispatch(command: Command) -> u8 {
             json,
             trace,
             check_determinism,
+            max_memory,
         } => commands::run::run(
             &scenario,
             seed,
@@ -220,10 +267,15 @@ fn dispatch(command: Command) -> u8 {
             json,
             trace.as_deref(),
             check_determinism,
+            max_memory.as_deref(),
         ),
         Command::Sweep(args) => commands::sweep::sweep(&args),
         Command::Merge(args) => commands::merge::merge(&args),
-        Command::Replay { file, json } => commands::replay::replay(&file, json),
+        Command::Replay {
+            file,
+            json,
+            max_memory,
+        } => commands::replay::replay(&file, json, max_memory.as_deref()),
         Command::Variants { json } => commands::variants::variants(json),
         Command::Shrink {
             scenario,
@@ -231,9 +283,27 @@ fn dispatch(command: Command) -> u8 {
             variant,
             out,
             json,
-        } => commands::shrink::run(&scenario, seed, &variant, out.as_deref(), json),
-        Command::Explain { file, task, all } => commands::explain::run(&file, &task, all),
-        Command::Export { file, format, out } => commands::export::run(&file, &format, &out),
+            max_memory,
+        } => commands::shrink::run(
+            &scenario,
+            seed,
+            &variant,
+            out.as_deref(),
+            json,
+            max_memory.as_deref(),
+        ),
+        Command::Explain {
+            file,
+            task,
+            all,
+            max_memory,
+        } => commands::explain::run(&file, &task, all, max_memory.as_deref()),
+        Command::Export {
+            file,
+            format,
+            out,
+            max_memory,
+        } => commands::export::run(&file, &format, &out, max_memory.as_deref()),
         Command::Scenarios { dir, json } => commands::scenarios::scenarios(&dir, json),
         Command::Hunt {
             variants,
@@ -243,6 +313,7 @@ fn dispatch(command: Command) -> u8 {
             jobs,
             json,
             markdown,
+            max_memory,
         } => commands::hunt::run(commands::hunt::HuntArgs {
             variants: &variants,
             scenarios: &scenarios,
@@ -251,6 +322,7 @@ fn dispatch(command: Command) -> u8 {
             jobs: jobs.as_deref(),
             json,
             markdown: markdown.as_deref(),
+            max_memory: max_memory.as_deref(),
         }),
         Command::Chart { kind, out, format } => commands::chart::chart(&kind, &out, &format),
     }

@@ -147,6 +147,21 @@ fn parse_line(line: &str) -> Result<ResultLine, String> {
     let parsed: ResultLine = crate::trace::from_value_named(&value)
         .map_err(|e| format!("not a leasehold result ({e})"))?;
     crate::strict_json::check_shape(&value, &parsed).map_err(|e| e.to_string())?;
+    // Every field is written, `null` included: one left out is not a line
+    // a sweep wrote (serde would read a missing `null` as absent).
+    if let (Some(given), Ok(serde_json::Value::Object(written))) =
+        (value.as_object(), serde_json::to_value(&parsed))
+        && let Some(missing) = written.keys().find(|k| !given.contains_key(*k))
+    {
+        return Err(format!(
+            "{missing}: missing (a sweep writes every field, null included)"
+        ));
+    }
+    if parsed.leasehold_version.trim().is_empty() {
+        return Err(
+            "leasehold_version: must not be empty (the version that wrote the line)".into(),
+        );
+    }
     if parsed.scenario.trim().is_empty() {
         return Err("scenario: must not be empty (the scenario's name)".into());
     }
@@ -160,12 +175,28 @@ fn parse_line(line: &str) -> Result<ResultLine, String> {
     }
     crate::trace::named_variant("variant", &parsed.variant)?;
     for (i, name) in parsed.invariants.iter().enumerate() {
-        crate::trace::known_invariant(&format!("invariants[{i}]"), name, &[DETERMINISM])?;
+        crate::trace::known_invariant(
+            &format!("invariants[{i}]"),
+            name,
+            &[DETERMINISM, crate::run::CUT_SHORT],
+        )?;
     }
     if parsed.ok != parsed.invariants.is_empty() {
         return Err(format!(
             "seed {}: \"ok\" is {} but \"invariants\" is {:?}",
             parsed.seed, parsed.ok, parsed.invariants
+        ));
+    }
+    if parsed.ok == parsed.first_violation.is_some() {
+        return Err(format!(
+            "first_violation: seed {} is {} but has {} (a failing seed has its first violation, a passing one null)",
+            parsed.seed,
+            if parsed.ok { "ok" } else { "not ok" },
+            if parsed.first_violation.is_some() {
+                "one"
+            } else {
+                "none"
+            },
         ));
     }
     check_written_fields(&parsed)?;
@@ -330,7 +361,8 @@ mod tests {
             seed,
             ok: invariants.is_empty(),
             invariants: invariants.iter().map(|s| s.to_string()).collect(),
-            first_violation: None,
+            first_violation: (!invariants.is_empty())
+                .then(|| "no-lost-task at 1.000 s: task 1 is lost".into()),
             events: 10,
             trace_hash: "00000000000000ab".into(),
             checked_determinism: false,

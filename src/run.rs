@@ -53,11 +53,46 @@ pub struct RunOutcome {
     /// the tag of the step or message it struck (see `TimedFault`).
     #[serde(skip)]
     pub plan_decided: Vec<(u64, u64)>,
+    /// The scenario's own limit stopped the run before its no-lost-task
+    /// deadline: liveness was not judged, and the run proves nothing.
+    pub cut_short: Option<CutShort>,
+}
+
+/// A run its scenario's `limits` stopped before the no-lost-task deadline:
+/// its unfinished tasks are inside their bound, so it is inconclusive, not
+/// a violation of liveness (what it violated before the stop still is one).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CutShort {
+    /// The scenario field whose limit it hit.
+    pub limit: &'static str,
+    /// That field's value.
+    pub value: u64,
+    /// When the run stopped, in simulated milliseconds.
+    pub at_ms: u64,
+    pub tasks_not_done: u32,
+}
+
+/// The name a run cut short is reported under beside the invariants (in
+/// results files, sweep reports and trace end lines).
+pub const CUT_SHORT: &str = "cut-short";
+
+impl CutShort {
+    /// One line: what stopped the run, and what that means.
+    pub fn line(&self) -> String {
+        format!(
+            "the run hit {} ({}) at {:.3} s; inconclusive: {} tasks not done, liveness not judged",
+            self.limit,
+            self.value,
+            self.at_ms as f64 / 1e3,
+            self.tasks_not_done
+        )
+    }
 }
 
 impl RunOutcome {
+    /// Every invariant held and the run was not cut short.
     pub fn ok(&self) -> bool {
-        self.invariants.is_empty()
+        self.invariants.is_empty() && self.cut_short.is_none()
     }
 
     pub fn trace_hash_hex(&self) -> String {
@@ -98,6 +133,7 @@ impl RunOutcome {
             "store_load": self.load,
             "fault_mix": self.fault_mix,
             "fault_kinds": self.fault_kinds,
+            "cut_short": self.cut_short,
         })
     }
 }
@@ -598,6 +634,7 @@ fn simulate_with_source(
                 fault_kinds: BTreeMap::new(),
                 plan: FaultPlan::default(),
                 plan_decided: Vec::new(),
+                cut_short: None,
             }
         }
     }
@@ -751,19 +788,25 @@ fn simulate_inner(
     let fault_plan = std::mem::take(&mut stats.plan);
     let plan_decided = std::mem::take(&mut stats.plan_decided);
     let mut checker = observer.checker;
-    match stats.stop {
-        StopReason::EventLimit => checker.violate(
-            Invariant::SimulationHealthy,
-            stats.sim_time_us,
-            None,
-            format!(
-                "the run hit limits.max_events ({}) before finishing",
-                s.limits.max_events
-            ),
-        ),
-        StopReason::Quiescent | StopReason::Observer | StopReason::TimeLimit => {}
+    let limit = match stats.stop {
+        StopReason::EventLimit => Some(("limits.max_events", s.limits.max_events)),
+        StopReason::TimeLimit => Some(("limits.max_sim_time_ms", s.limits.max_sim_time_ms)),
+        StopReason::Quiescent | StopReason::Observer => None,
+    };
+    let before_deadline = checker.deadline_us().is_none_or(|d| d > stats.sim_time_us);
+    let cut_short = limit
+        .filter(|_| before_deadline)
+        .map(|(limit, value)| CutShort {
+            limit,
+            value,
+            at_ms: stats.sim_time_us / 1_000,
+            tasks_not_done: s.tasks.total() - checker.tasks_done(),
+        });
+    if cut_short.is_some() {
+        checker.finish_cut_short(stats.sim_time_us);
+    } else {
+        checker.finish(stats.sim_time_us);
     }
-    checker.finish(stats.sim_time_us);
     let violations = checker.violations().to_vec();
     let invariants = Invariant::ALL
         .into_iter()
@@ -783,5 +826,6 @@ fn simulate_inner(
         fault_kinds: observer.fault_kinds.into_iter().collect(),
         plan: fault_plan,
         plan_decided,
+        cut_short,
     }
 }

@@ -603,27 +603,30 @@ impl Scenario {
         Ok(())
     }
 
-    /// A run stopped before even the earliest no-lost-task deadline (every
-    /// task done by the heal but one round) reports its unfinished tasks
-    /// lost: a correct protocol would fail for the limit's sake. Checked for
-    /// scenario files only: the charts build measurement windows in code
-    /// that stop early on purpose and leave `no-lost-task` out of their
-    /// verdict. (The worst case, every task pending at the heal, may lie
-    /// past the limit: the scaled one-hour runs finish well before it.)
+    /// The no-lost-task deadline of the worst case (every task still
+    /// pending at the heal) must fall inside `limits.max_sim_time_ms`:
+    /// otherwise the run may stop for its limit's sake while tasks are
+    /// inside their bound, and prove nothing (a run that hits a limit anyway
+    /// is reported cut short, never as a lost task). Checked for scenario
+    /// files only: the charts build measurement windows in code that stop
+    /// early on purpose.
     fn check_stops_after_earliest_deadline(&self) -> Result<(), ScenarioError> {
-        let earliest_us = self
-            .liveness_deadline_us(0)
-            .1
-            .expect("below the worst case, checked in validation");
-        if earliest_us >= self.limits.max_sim_time_ms * 1_000 {
+        let tasks = self.tasks.total();
+        let (bound, worst_us) = self.liveness_deadline_us(tasks);
+        let worst_us = worst_us.expect("below the worst case, checked in validation");
+        if worst_us >= self.limits.max_sim_time_ms * 1_000 {
             return bad(
                 "limits.max_sim_time_ms",
                 format!(
-                    "{} ms stops the run before the earliest no-lost-task deadline ({} ms): \
-                     every task not done by then would be reported lost; raise it, or \
-                     shorten the arrival window, the fault phase or the protocol's timeouts",
+                    "{} ms stops the run before its no-lost-task deadline ({} ms, for {tasks} \
+                     tasks on {} slots at up to {} ms each, all pending when faults stop): \
+                     raise it to at least {} ms, or use fewer tasks, more workers or slots, \
+                     or shorter timeouts",
                     self.limits.max_sim_time_ms,
-                    earliest_us.div_ceil(1_000)
+                    worst_us.div_ceil(1_000),
+                    bound.capacity,
+                    bound.per_task_ms,
+                    worst_us.div_ceil(1_000) + 1
                 ),
             );
         }

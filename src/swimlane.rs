@@ -2,8 +2,7 @@
 //! coloured by task, faults as marks, the violation highlighted. Drawn with
 //! plotters (bundled font, no system fonts needed).
 
-use crate::charts::png::PngBackend;
-use crate::charts::render::{ChartImage, draw_and_present, register_fonts};
+use crate::charts::render::{self, ChartImage, register_fonts, write_png};
 use crate::export::{LeaseSpan, Timeline, node_name};
 use crate::run::{RunOutcome, node_roles};
 use crate::scenario::ValidScenario;
@@ -87,6 +86,118 @@ pub fn bar_rows(spans: &[LeaseSpan], min_len_us: u64) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// The width of the legend's column, right of the lanes: the legend never
+/// covers what they show.
+const LEGEND_PX: u32 = 300;
+
+const PAUSE_GREY: RGBColor = RGBColor(120, 120, 120);
+const PARTITION_ORANGE: RGBColor = RGBColor(255, 140, 0);
+const DEAD_PURPLE: RGBColor = RGBColor(128, 0, 128);
+
+/// One line of the legend: what its sample shows.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Sample {
+    Violation,
+    Crash,
+    Pause,
+    Partition,
+    Dead,
+    Restart,
+}
+
+impl Swimlane<'_> {
+    /// The legend's lines: each invariant violated, then each kind of mark
+    /// drawn on a lane, in a fixed order; nothing that did not happen.
+    fn legend(&self, lanes: usize) -> Vec<(Sample, String)> {
+        let mut lines: Vec<(Sample, String)> = Vec::new();
+        for v in &self.outcome.violations {
+            let label = format!("VIOLATION {}", v.invariant);
+            if !lines.iter().any(|(_, l)| *l == label) {
+                lines.push((Sample::Violation, label));
+            }
+        }
+        let mut kinds = BTreeMap::new();
+        for m in self.tl.marks.iter().filter(|m| m.node.index() < lanes) {
+            let sample = match m.kind {
+                "crash" => Sample::Crash,
+                "pause" => Sample::Pause,
+                "partition" => Sample::Partition,
+                "declared dead" | "fenced" => Sample::Dead,
+                "restart" => Sample::Restart,
+                _ => continue,
+            };
+            kinds.insert(sample, ());
+        }
+        for sample in kinds.into_keys() {
+            let label = match sample {
+                Sample::Crash => "crash",
+                Sample::Pause => "pause",
+                Sample::Partition => "partition",
+                Sample::Dead => "declared dead / fenced",
+                Sample::Restart => "restart",
+                Sample::Violation => unreachable!("violations are listed above"),
+            };
+            lines.push((sample, label.to_string()));
+        }
+        lines
+    }
+}
+
+/// Draw the legend's `lines` in `area`, from its top left.
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    lines: &[(Sample, String)],
+) -> Result<(), String> {
+    let e = crate::charts::render::err;
+    if lines.is_empty() {
+        return Ok(());
+    }
+    const LINE_PX: i32 = 20;
+    let (left, top) = (8, 60);
+    // Wide enough for the longest label (about 8 px a character at 14 px).
+    let longest = lines.iter().map(|(_, l)| l.len()).max().unwrap_or(0) as i32;
+    let width = (46 + 8 * longest).min(LEGEND_PX as i32 - 16);
+    let height = LINE_PX * lines.len() as i32 + 12;
+    area.draw(&Rectangle::new(
+        [(left, top), (left + width, top + height)],
+        WHITE.filled(),
+    ))
+    .map_err(e)?;
+    area.draw(&Rectangle::new(
+        [(left, top), (left + width, top + height)],
+        BLACK.stroke_width(1),
+    ))
+    .map_err(e)?;
+    for (i, (sample, label)) in lines.iter().enumerate() {
+        let (x, y) = (left + 10, top + 16 + LINE_PX * i as i32);
+        let at = EmptyElement::at((x, y));
+        let drawn = match sample {
+            Sample::Violation => {
+                area.draw(&(at + PathElement::new(vec![(0, 0), (20, 0)], RED.stroke_width(3))))
+            }
+            Sample::Crash => area.draw(&(at + Cross::new((10, 0), 6, RED.stroke_width(3)))),
+            Sample::Pause => {
+                area.draw(&(at + Rectangle::new([(0, -4), (20, 4)], PAUSE_GREY.filled())))
+            }
+            Sample::Partition => {
+                area.draw(&(at + Rectangle::new([(0, -4), (20, 4)], PARTITION_ORANGE.filled())))
+            }
+            Sample::Dead => {
+                area.draw(&(at + TriangleMarker::new((10, 0), 6, DEAD_PURPLE.filled())))
+            }
+            Sample::Restart => area.draw(&(at + Circle::new((10, 0), 4, BLACK.filled()))),
+        };
+        drawn.map_err(e)?;
+        area.draw(&Text::new(
+            label.clone(),
+            (x + 30, y - 7),
+            ("sans-serif", 14).into_font().color(&BLACK),
+        ))
+        .map_err(e)?;
+    }
+    Ok(())
+}
+
 impl ChartImage for Swimlane<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let e = crate::charts::render::err;
@@ -94,11 +205,14 @@ impl ChartImage for Swimlane<'_> {
         let lanes = self.names.len().min(MAX_LANES);
         let end_s = end_s(self.tl);
         let names = self.names.clone();
-        let mut chart = ChartBuilder::on(root)
-            .caption(
+        let body = root
+            .titled(
                 &self.title,
                 ("sans-serif", 24).into_font().style(FontStyle::Bold),
             )
+            .map_err(e)?;
+        let (lanes_area, legend_area) = body.split_horizontally(body.dim_in_pixel().0 - LEGEND_PX);
+        let mut chart = ChartBuilder::on(&lanes_area)
             .margin(16)
             .x_label_area_size(44)
             .y_label_area_size(130)
@@ -123,9 +237,12 @@ impl ChartImage for Swimlane<'_> {
         let lane_of = |node: NodeId| -> Option<f64> {
             (node.index() < lanes).then_some(node.index() as f64 - 0.5)
         };
+        let (plot_w, plot_h) = chart.plotting_area().dim_in_pixel();
+        let lane_px = plot_h as f64 / lanes.max(1) as f64;
+        // Seconds of the time axis per pixel, to fit labels beside bars.
+        let s_per_px = end_s / plot_w.max(1) as f64;
         // Lease spans: who held which task when. Bars that overlap in time
         // share the lane's bar band [0.2, 0.8] as stacked rows.
-        let lane_px = chart.plotting_area().dim_in_pixel().1 as f64 / lanes.max(1) as f64;
         for (s, &(row, of)) in self.tl.spans.iter().zip(&self.rows) {
             let Some(y) = lane_of(s.node) else { continue };
             let (x0, x1) = (
@@ -143,26 +260,35 @@ impl ChartImage for Swimlane<'_> {
                     color.filled(),
                 )))
                 .map_err(e)?;
-            if lanes <= 12 && (x1 - x0) > end_s / 40.0 && h * lane_px >= 15.0 {
+            if lanes <= 12 && h * lane_px >= 15.0 {
+                // Inside the bar when it fits, else just after its end.
+                let label = format!("task {} e{}", s.task, s.epoch);
+                let label_s = (label.len() as f64 * 7.5 + 6.0) * s_per_px;
+                let x = if x1 - x0 > label_s {
+                    x0 + 3.0 * s_per_px
+                } else {
+                    x1 + 3.0 * s_per_px
+                };
                 chart
                     .draw_series(std::iter::once(Text::new(
-                        format!("task {} e{}", s.task, s.epoch),
-                        (x0 + end_s / 400.0, bottom + h * 0.7),
+                        label,
+                        (x, bottom + h * 0.7),
                         ("sans-serif", 13).into_font().color(&BLACK),
                     )))
                     .map_err(e)?;
             }
         }
-        // Faults and reclaims.
+        // Faults and reclaims, each on its lane's centre line (pauses and
+        // partitions as bands below the bars).
         for m in &self.tl.marks {
             let Some(y) = lane_of(m.node) else { continue };
-            let x = m.time_us as f64 / 1e6;
+            let (x, centre) = (m.time_us as f64 / 1e6, y + 0.5);
             match m.kind {
                 "pause" | "partition" => {
                     let color = if m.kind == "pause" {
-                        RGBColor(120, 120, 120)
+                        PAUSE_GREY
                     } else {
-                        RGBColor(255, 140, 0)
+                        PARTITION_ORANGE
                     };
                     let x1 = x + m.duration_us as f64 / 1e6;
                     chart
@@ -175,7 +301,7 @@ impl ChartImage for Swimlane<'_> {
                 "crash" => {
                     chart
                         .draw_series(std::iter::once(Cross::new(
-                            (x, y + 0.5),
+                            (x, centre),
                             7,
                             RED.stroke_width(3),
                         )))
@@ -184,94 +310,40 @@ impl ChartImage for Swimlane<'_> {
                 "declared dead" | "fenced" => {
                     chart
                         .draw_series(std::iter::once(TriangleMarker::new(
-                            (x, y + 0.9),
+                            (x, centre),
                             6,
-                            RGBColor(128, 0, 128).filled(),
+                            DEAD_PURPLE.filled(),
                         )))
                         .map_err(e)?;
                 }
                 "restart" => {
                     chart
-                        .draw_series(std::iter::once(Circle::new(
-                            (x, y + 0.5),
-                            4,
-                            BLACK.filled(),
-                        )))
+                        .draw_series(std::iter::once(Circle::new((x, centre), 4, BLACK.filled())))
                         .map_err(e)?;
                 }
                 _ => {}
             }
         }
-        // The violation, highlighted across every lane.
-        if let Some(v) = self.outcome.violations.first() {
-            let x = v.time_ms as f64 / 1e3;
+        // Every violation, each across every lane at its time (one line
+        // for violations at the same time).
+        let times: std::collections::BTreeSet<u64> =
+            self.outcome.violations.iter().map(|v| v.time_ms).collect();
+        // A few stand out; many (up to 64 are kept) must not hide the bars.
+        let style = if times.len() <= 4 {
+            RED.stroke_width(3)
+        } else {
+            RED.mix(0.6).stroke_width(1)
+        };
+        for time_ms in times {
+            let x = time_ms as f64 / 1e3;
             chart
                 .draw_series(std::iter::once(PathElement::new(
                     vec![(x, -0.5), (x, lanes as f64 - 0.5)],
-                    RED.stroke_width(3),
+                    style,
                 )))
-                .map_err(e)?
-                .label(format!("VIOLATION {}", v.invariant))
-                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED.stroke_width(3)));
+                .map_err(e)?;
         }
-        chart
-            .draw_series(std::iter::once(Cross::new(
-                (0.0, -0.5),
-                0,
-                RED.stroke_width(3),
-            )))
-            .map_err(e)?
-            .label("crash")
-            .legend(|(x, y)| Cross::new((x + 10, y), 6, RED.stroke_width(3)));
-        chart
-            .draw_series(std::iter::once(Rectangle::new(
-                [(0.0, -0.5), (0.0, -0.5)],
-                RGBColor(120, 120, 120).filled(),
-            )))
-            .map_err(e)?
-            .label("pause")
-            .legend(|(x, y)| {
-                Rectangle::new(
-                    [(x, y - 4), (x + 20, y + 4)],
-                    RGBColor(120, 120, 120).filled(),
-                )
-            });
-        chart
-            .draw_series(std::iter::once(Rectangle::new(
-                [(0.0, -0.5), (0.0, -0.5)],
-                RGBColor(255, 140, 0).filled(),
-            )))
-            .map_err(e)?
-            .label("partition")
-            .legend(|(x, y)| {
-                Rectangle::new(
-                    [(x, y - 4), (x + 20, y + 4)],
-                    RGBColor(255, 140, 0).filled(),
-                )
-            });
-        chart
-            .draw_series(std::iter::once(TriangleMarker::new(
-                (0.0, -0.5),
-                0,
-                RGBColor(128, 0, 128).filled(),
-            )))
-            .map_err(e)?
-            .label("declared dead / fenced")
-            .legend(|(x, y)| TriangleMarker::new((x + 10, y), 6, RGBColor(128, 0, 128).filled()));
-        chart
-            .draw_series(std::iter::once(Circle::new((0.0, -0.5), 0, BLACK.filled())))
-            .map_err(e)?
-            .label("restart")
-            .legend(|(x, y)| Circle::new((x + 10, y), 4, BLACK.filled()));
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(e)?;
-        Ok(())
+        draw_legend(&legend_area, &self.legend(lanes))
     }
 }
 
@@ -338,29 +410,8 @@ pub fn write_swimlane(
         outcome,
         rows,
     };
-    if image == Image::Png {
-        // The bitmap encoder picks its format by extension: another name is
-        // drawn as a sibling .png and renamed.
-        let png_named = out.extension().is_some_and(|x| x == "png");
-        let drawn = if png_named {
-            out.to_path_buf()
-        } else {
-            let mut name = out.file_name().unwrap_or_default().to_os_string();
-            name.push(".leasehold-tmp.png");
-            out.with_file_name(name)
-        };
-        let root = PngBackend::new(&drawn, (1400, height)).into_drawing_area();
-        let written = draw_and_present(&chart, root, out);
-        if !png_named {
-            if written.is_ok() {
-                std::fs::rename(&drawn, out).map_err(|e| format!("{}: {e}", out.display()))?;
-            } else {
-                let _ = std::fs::remove_file(&drawn);
-            }
-        }
-        written
-    } else {
-        let root = SVGBackend::new(out, (1400, height)).into_drawing_area();
-        draw_and_present(&chart, root, out)
+    match image {
+        Image::Png => write_png(&chart, (1400, height), out),
+        Image::Svg => render::write_svg(&chart, (1400, height), out),
     }
 }

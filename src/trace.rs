@@ -57,6 +57,12 @@ impl TraceEnd {
                 .invariants
                 .iter()
                 .map(|i| i.name().to_string())
+                .chain(
+                    outcome
+                        .cut_short
+                        .as_ref()
+                        .map(|_| crate::run::CUT_SHORT.to_string()),
+                )
                 .collect(),
         }
     }
@@ -475,11 +481,29 @@ pub fn replay_input(text: &str) -> Result<ReplayInput, String> {
     }
 }
 
-/// A serde_json error's message without its " at line L column C".
+/// A serde_json error's message without its " at line L column C", on
+/// one line.
 pub fn strip_position(e: &serde_json::Error) -> String {
     let text = e.to_string();
     let suffix = format!(" at line {} column {}", e.line(), e.column());
-    text.strip_suffix(&suffix).unwrap_or(&text).to_string()
+    one_line(text.strip_suffix(&suffix).unwrap_or(&text))
+}
+
+/// `text` on one line: a control character it quotes from the input (a key
+/// or a string holding a newline) is shown escaped, as JSON writes it, so
+/// a message about bad input stays the one line the contract promises.
+pub fn one_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Deserialize `value` as a `T` with an error that names the field it is
@@ -515,11 +539,11 @@ pub fn from_value_named<T: DeserializeOwned>(value: &Value) -> Result<T, String>
         }
         name.push_str(key);
     }
-    Err(if name.is_empty() {
+    Err(one_line(&if name.is_empty() {
         message
     } else {
         format!("{name}: {message}")
-    })
+    }))
 }
 
 /// The paths below `value` (objects' fields and arrays' items), at every
@@ -589,6 +613,78 @@ mod tests {
     #[allow(dead_code)]
     enum Tagged {
         Entry { count: u32, inner: Flagged },
+    }
+
+    /// The largest record a run can write, a scan's page of the most
+    /// documents `protocol.scan_page_size` allows, each of the longest kind
+    /// with every number at its widest, fits the bound a trace's record
+    /// lines are read with.
+    #[test]
+    fn the_largest_record_fits_the_bound_on_record_lines() {
+        use leasehold_interface::{Document, RequestId, StoreReply, StoreRequest};
+        use leasehold_protocol::{MemberDoc, MemberStatus, Owner, TaskId, TaskLeaseDoc};
+        use leasehold_sim::{Actor, NodeId, RecordKind};
+        let owner = Owner {
+            worker: u32::MAX,
+            incarnation: u32::MAX,
+        };
+        let key = DocKey::OwnedIdx {
+            owner,
+            task: TaskId(u32::MAX),
+        };
+        let values = [
+            DocValue::Member(MemberDoc {
+                owner,
+                status: MemberStatus::Alive,
+                beats: u64::MAX,
+                lease_timeout_ms: u64::MAX,
+                written_at_ms: u64::MAX,
+            }),
+            DocValue::TaskLease(TaskLeaseDoc {
+                owner,
+                epoch: u64::MAX,
+                status: MemberStatus::Alive,
+                beats: u64::MAX,
+                lease_timeout_ms: u64::MAX,
+                written_at_ms: u64::MAX,
+            }),
+        ];
+        let longest = values
+            .into_iter()
+            .max_by_key(|v| serde_json::to_string(v).unwrap().len())
+            .unwrap();
+        let doc = Document {
+            key,
+            version: u64::MAX,
+            value: longest,
+        };
+        let op = StoreRequest::ScanIndex {
+            start: key,
+            end: key,
+            limit: u32::MAX,
+        };
+        let reply = StoreReply::Scanned {
+            docs: vec![doc.clone(); 10_000],
+            more: true,
+        };
+        let record = Record {
+            time_us: u64::MAX,
+            kind: RecordKind::Store {
+                actor: Actor::Node {
+                    node: NodeId(u32::MAX),
+                    incarnation: u32::MAX,
+                },
+                request: RequestId(u64::MAX),
+                op: &op,
+                reply: &reply,
+                before: Some(&doc),
+            },
+        };
+        let len = record_line(&record).len() as u64;
+        assert!(
+            len < crate::input_file::MAX_RECORD_LINE_BYTES / 2,
+            "{len} bytes"
+        );
     }
 
     #[test]

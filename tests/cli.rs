@@ -944,23 +944,13 @@ fn shrink_in(dir: &Path, scenario: &serde_json::Value) -> Vec<String> {
 #[cfg(target_os = "linux")]
 #[test]
 fn an_endless_input_is_refused_with_its_bound_not_read_until_killed() {
+    // A NUL is no text: the read stops at the first byte.
+    let nul = "/dev/zero: line 1 column 1: a control character (byte 0x00)";
     for (args, needle) in [
-        (
-            &["run", "/dev/zero", "--seed", "1"][..],
-            "/dev/zero: larger than 64 MiB",
-        ),
-        (
-            &["replay", "/dev/zero"],
-            "/dev/zero: line 1: longer than 385 MiB",
-        ),
-        (
-            &["explain", "/dev/zero"],
-            "/dev/zero: line 1: longer than 385 MiB",
-        ),
-        (
-            &["merge", "/dev/zero"],
-            "/dev/zero: line 1: longer than 1 MiB",
-        ),
+        (&["run", "/dev/zero", "--seed", "1"][..], nul),
+        (&["replay", "/dev/zero"], nul),
+        (&["explain", "/dev/zero"], nul),
+        (&["merge", "/dev/zero"], nul),
     ] {
         assert_bad_input(&leasehold(args), &[needle]);
     }

@@ -74,7 +74,7 @@ fn partitions_reach_the_protocol() {
     reaches(
         "partitioned-worker",
         "claim-ack-lost",
-        &["partition", "partition_one_way", "message_loss"],
+        &["partition", "partition_one_way", "store_request_lost"],
     );
 }
 
@@ -84,13 +84,13 @@ fn ambiguous_store_writes_reach_the_protocol() {
         "ambiguous-claim",
         "claim-ack-lost",
         &[
-            "store_ambiguous_write",
-            "message_loss",
-            "message_delay",
-            "store_slow",
-            "message_duplicate",
+            "store_reply_lost",
+            "store_request_lost",
+            "store_request_delayed",
+            "store_reply_delayed",
+            "store_request_duplicated",
             "store_outage",
-            "store_failure",
+            "store_request_refused",
         ],
     );
 }
@@ -100,13 +100,13 @@ fn service_failures_reach_the_protocol() {
     reaches(
         "hung-step",
         "failed-effect-counted-done",
-        &["service_failure"],
+        &["service_call_refused"],
     );
 }
 
 #[test]
 fn hung_steps_reach_the_protocol() {
-    reaches("hung-step", "no-step-deadline", &["service_hang"]);
+    reaches("hung-step", "no-step-deadline", &["service_call_hung"]);
 }
 
 #[test]

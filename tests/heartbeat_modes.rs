@@ -77,13 +77,13 @@ fn task_mode_passes_300_friday_rush_seeds_under_every_fault() {
         "crash",
         "pause",
         "clock_jump",
-        "message_loss",
-        "message_duplicate",
-        "message_delay",
+        "store_request_lost",
+        "store_request_duplicated",
+        "store_request_delayed",
         "partition",
         "partition_one_way",
         "store_outage",
-        "store_ambiguous_write",
+        "store_reply_lost",
     ] {
         assert!(
             kinds.get(kind).is_some_and(|&n| n >= 50),

@@ -15,6 +15,7 @@
 //! face, for drawing and measuring alike.
 
 use super::render::{BOLD_TTF, REGULAR_TTF};
+use super::render::{ChartImage, draw_and_present};
 use ab_glyph::{Font, FontRef, GlyphId, PxScale, ScaleFont, point};
 use plotters::prelude::*;
 use plotters_backend::text_anchor::{HPos, VPos};
@@ -91,18 +92,30 @@ pub struct PngBackend<'a> {
 }
 
 impl<'a> PngBackend<'a> {
-    pub fn new<P: AsRef<Path> + ?Sized>(path: &'a P, size: (u32, u32)) -> Self {
-        Self {
-            inner: BitMapBackend::new(path, size),
-        }
-    }
-
     /// Draw into `buf`, RGB rows of `size.0` pixels.
     pub fn with_buffer(buf: &'a mut [u8], size: (u32, u32)) -> Self {
         Self {
             inner: BitMapBackend::with_buffer(buf, size),
         }
     }
+}
+
+/// Draw `chart` at `size` pixels and write it to `path` as a PNG. Drawn and
+/// encoded in memory, then written through the path as every output is
+/// ([`crate::output_file`]): never drawn beside it and renamed over it.
+pub fn write_png<C: ChartImage>(chart: &C, size: (u32, u32), path: &Path) -> Result<(), String> {
+    use image::ImageEncoder;
+    let mut pixels = vec![0u8; size.0 as usize * size.1 as usize * 3];
+    draw_and_present(
+        chart,
+        PngBackend::with_buffer(&mut pixels, size).into_drawing_area(),
+        path,
+    )?;
+    let mut encoded = Vec::new();
+    image::codecs::png::PngEncoder::new(&mut encoded)
+        .write_image(&pixels, size.0, size.1, image::ColorType::Rgb8)
+        .map_err(|e| format!("{}: cannot encode the PNG: {e}", path.display()))?;
+    crate::output_file::write(path, &encoded)
 }
 
 type Drawn<E> = Result<(), DrawingErrorKind<E>>;

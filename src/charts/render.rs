@@ -3,7 +3,7 @@
 //! `ab_glyph` renderer, so nothing asks fontconfig.
 
 use super::Formats;
-use super::png::PngBackend;
+pub use super::png::write_png;
 use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
 use plotters::coord::combinators::{LogCoord, WithKeyPoints};
@@ -81,17 +81,27 @@ pub fn write_images<C: ChartImage>(
     let mut written = Vec::new();
     if formats.png {
         let path = dir.join(format!("{stem}.png"));
-        let root = PngBackend::new(&path, (WIDTH_PX, HEIGHT_PX)).into_drawing_area();
-        draw_and_present(chart, root, &path)?;
+        write_png(chart, (WIDTH_PX, HEIGHT_PX), &path)?;
         written.push(path);
     }
     if formats.svg {
         let path = dir.join(format!("{stem}.svg"));
-        let root = SVGBackend::new(&path, (WIDTH_PX, HEIGHT_PX)).into_drawing_area();
-        draw_and_present(chart, root, &path)?;
+        write_svg(chart, (WIDTH_PX, HEIGHT_PX), &path)?;
         written.push(path);
     }
     Ok(written)
+}
+
+/// Draw `chart` at `size` pixels and write it to `path` as SVG: drawn in
+/// memory, then written through the path ([`crate::output_file`]).
+pub fn write_svg<C: ChartImage>(chart: &C, size: (u32, u32), path: &Path) -> Result<(), String> {
+    let mut text = String::new();
+    draw_and_present(
+        chart,
+        SVGBackend::with_string(&mut text, size).into_drawing_area(),
+        path,
+    )?;
+    crate::output_file::write(path, text.as_bytes())
 }
 
 /// Draw `chart` on `root` and write it out; a failure of either names

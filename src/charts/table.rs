@@ -49,7 +49,8 @@ impl Table {
         std::fs::write(path, self.to_csv())
     }
 
-    pub fn print(&self) {
+    /// The table for the terminal: right-aligned columns, two spaces in.
+    pub fn to_text(&self) -> String {
         let widths: Vec<usize> = (0..self.headers.len())
             .map(|i| {
                 self.rows
@@ -60,18 +61,20 @@ impl Table {
                     .unwrap_or(0)
             })
             .collect();
-        let print_row = |cells: Vec<&str>| {
+        let mut text = String::new();
+        let mut add_row = |cells: Vec<&str>| {
             let line: Vec<String> = cells
                 .iter()
                 .zip(&widths)
                 .map(|(c, w)| format!("{c:>w$}"))
                 .collect();
-            println!("  {}", line.join("  "));
+            text.push_str(&format!("  {}\n", line.join("  ")));
         };
-        print_row(self.headers.clone());
+        add_row(self.headers.clone());
         for row in &self.rows {
-            print_row(row.iter().map(String::as_str).collect());
+            add_row(row.iter().map(String::as_str).collect());
         }
+        text
     }
 }
 

@@ -70,7 +70,7 @@ fn emit<C: SweptChart>(
     formats: Formats,
 ) -> Result<Vec<String>, String> {
     let table = chart.table();
-    table.print();
+    print!("{}", table.to_text());
     let csv = out.join(format!("{}.csv", kind.name()));
     table
         .write_csv(&csv)

@@ -6,8 +6,8 @@ use std::path::Path;
 
 /// `leasehold explain FILE [--task N]... [--all]`: FILE is a failure file
 /// (from `shrink`) or a trace.
-pub fn run(path: &Path, tasks: &[u32], all: bool) -> u8 {
-    let run = match load(path) {
+pub fn run(path: &Path, tasks: &[u32], all: bool, max_memory: Option<&str>) -> u8 {
+    let run = match load(path, max_memory) {
         Ok(run) => run,
         Err(code) => return code,
     };
@@ -38,8 +38,8 @@ pub fn run(path: &Path, tasks: &[u32], all: bool) -> u8 {
 /// `export`). What they tell or draw is the re-run; for a trace whose
 /// records are not that run (an edited trace; a corrupt one is refused
 /// when read) a note says so.
-pub fn load(path: &Path) -> Result<ReadRun, u8> {
-    let run = super::read_run(path)?;
+pub fn load(path: &Path, max_memory: Option<&str>) -> Result<ReadRun, u8> {
+    let run = super::read_run(path, max_memory)?;
     if let RunFile::Trace(trace) = &run.file
         && let Some(line) = replay_trace(trace, &run.scn, run.variant).diverges_at()
     {

@@ -5,7 +5,7 @@ use std::path::Path;
 
 /// `leasehold export FILE --format perfetto|svg|png --out OUT`: FILE is a
 /// failure file (from `shrink`) or a trace (from `run --trace`).
-pub fn run(file: &Path, format: &str, out: &Path) -> u8 {
+pub fn run(file: &Path, format: &str, out: &Path, max_memory: Option<&str>) -> u8 {
     if !matches!(format, "perfetto" | "svg" | "png") {
         return bad_input(format!(
             "--format: \"{format}\" is not one of perfetto, svg, png"
@@ -18,7 +18,7 @@ pub fn run(file: &Path, format: &str, out: &Path) -> u8 {
     if let Err(code) = super::output_file("--out", out, &[file]) {
         return code;
     }
-    let run = match super::explain::load(file) {
+    let run = match super::explain::load(file, max_memory) {
         Ok(run) => run,
         Err(code) => return code,
     };

@@ -17,6 +17,7 @@ pub struct HuntArgs<'a> {
     pub jobs: Option<&'a str>,
     pub json: bool,
     pub markdown: Option<&'a Path>,
+    pub max_memory: Option<&'a str>,
 }
 
 pub fn run(args: HuntArgs<'_>) -> u8 {
@@ -75,6 +76,9 @@ pub fn run(args: HuntArgs<'_>) -> u8 {
     };
     if scenarios.is_empty() {
         return bad_input("--scenarios: no scenario left to hunt with");
+    }
+    if let Err(code) = check_hunt_memory(&scenarios, jobs, args.max_memory) {
+        return code;
     }
     // Checked before the hunt, which may take minutes, not after it.
     // The scenario files are inputs too: the table must not overwrite one.
@@ -135,6 +139,25 @@ pub fn run(args: HuntArgs<'_>) -> u8 {
         }
         EXIT_VIOLATION
     }
+}
+
+/// `jobs` runs at once, each of any scenario: the largest's estimate times
+/// the jobs.
+fn check_hunt_memory(
+    scenarios: &[HuntScenario],
+    jobs: usize,
+    flag: Option<&str>,
+) -> Result<(), u8> {
+    use leasehold::memory_estimate::{describe, run_peak_bytes};
+    let Some(largest) = scenarios.iter().max_by_key(|s| run_peak_bytes(&s.scenario)) else {
+        return Ok(());
+    };
+    let estimate = run_peak_bytes(&largest.scenario).saturating_mul(jobs as u64);
+    let what = format!(
+        "{jobs} runs at once (--jobs), the largest {}",
+        describe(&largest.scenario)
+    );
+    super::check_memory(flag, estimate, &what)
 }
 
 fn replay_of(r: &HuntResult) -> String {

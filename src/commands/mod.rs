@@ -1,3 +1,21 @@
+// `print!` and `println!` in every command below write through
+// [`report`]: a reader that left (`| head`) ends the report quietly, and the
+// command carries on to its verdict, which stays its exit code. (Declared
+// before the modules, so these shadow the standard macros in all of them.)
+macro_rules! print {
+    ($($arg:tt)*) => {
+        $crate::commands::report::write(format_args!($($arg)*), false)
+    };
+}
+macro_rules! println {
+    () => {
+        $crate::commands::report::write(format_args!(""), true)
+    };
+    ($($arg:tt)*) => {
+        $crate::commands::report::write(format_args!($($arg)*), true)
+    };
+}
+
 pub mod chart;
 pub mod explain;
 pub mod export;
@@ -5,6 +23,7 @@ pub mod hunt;
 pub mod merge;
 pub mod progress;
 pub mod replay;
+pub mod report;
 pub mod run;
 pub mod scenarios;
 pub mod shrink;
@@ -19,9 +38,14 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_VIOLATION: u8 = 1;
 pub const EXIT_BAD_INPUT: u8 = 2;
 
-/// Print one clear line about bad input and give its exit code.
+/// Print one clear line about bad input and give its exit code. (One
+/// line whatever the message quotes from the input: its control
+/// characters are shown escaped.)
 pub fn bad_input(message: impl std::fmt::Display) -> u8 {
-    eprintln!("error: {message}");
+    eprintln!(
+        "error: {}",
+        leasehold::trace::one_line(&message.to_string())
+    );
     EXIT_BAD_INPUT
 }
 
@@ -63,23 +87,62 @@ fn run_file_kind(path: &Path) -> Option<&'static str> {
 /// A failure file or a trace, for `replay`, `explain` and `export`: read,
 /// checked (bad input names the file and the field or line), and, if
 /// another leasehold version wrote it, noted on stderr.
-pub fn read_run(path: &Path) -> Result<leasehold::run_file::ReadRun, u8> {
+pub fn read_run(path: &Path, max_memory: Option<&str>) -> Result<leasehold::run_file::ReadRun, u8> {
     let name = path.display().to_string();
-    // A trace may be large (one line per event): its lines and its whole
-    // are bounded, and a failure file is held to the bound of a whole
-    // scenario or failure file once told apart.
-    let text = leasehold::input_file::read_lines_bounded(
-        path,
-        leasehold::input_file::MAX_TRACE_LINE_BYTES,
-        leasehold::input_file::MAX_TRACE_BYTES,
-    )
-    .map_err(|e| bad_input(format!("{name}: {e}")))?;
+    let limit = memory_limit(max_memory)?;
+    // Told apart as it is read: what is neither stops the read at once, a
+    // trace's lines and whole are bounded, a failure file is held to the
+    // bound of a whole scenario or failure file.
+    // The text is held, and a trace's lines again as records: half the
+    // memory limit at most.
+    let max_total = limit.map_or(leasehold::input_file::MAX_TRACE_BYTES, |l| {
+        (l.bytes / 2).min(leasehold::input_file::MAX_TRACE_BYTES)
+    });
+    let text = leasehold::input_file::read_run_text(path, max_total).map_err(|e| {
+        let over = limit
+            .filter(|_| e.starts_with("larger than"))
+            .map_or(String::new(), |l| {
+                format!(
+                    " (half the memory limit of {})",
+                    leasehold::memory_estimate::fmt_limit(l.bytes)
+                )
+            });
+        bad_input(format!("{name}: {e}{over}"))
+    })?;
     let run =
         leasehold::run_file::ReadRun::read(&text).map_err(|e| bad_input(format!("{name}: {e}")))?;
+    // The re-run, beside the text and the trace's records.
+    let estimate =
+        leasehold::memory_estimate::run_peak_bytes(&run.scn).saturating_add(2 * text.len() as u64);
+    if let Some(limit) = limit {
+        let what = format!(
+            "re-running {name}: {}",
+            leasehold::memory_estimate::describe(&run.scn)
+        );
+        limit.check(estimate, &what).map_err(bad_input)?;
+    }
     if let Some(note) = run.version_note(&name) {
         eprintln!("{note}");
     }
     Ok(run)
+}
+
+/// Refuse work whose estimated peak memory (`estimate` bytes, for `what`)
+/// is over the limit: `--max-memory` as given (`flag`), or half of the
+/// machine's memory. Exit 2 with one line giving the estimate and the limit.
+pub fn check_memory(flag: Option<&str>, estimate: u64, what: &str) -> Result<(), u8> {
+    match memory_limit(flag)? {
+        Some(limit) => limit.check(estimate, what).map_err(bad_input),
+        None => Ok(()),
+    }
+}
+
+/// The limit `--max-memory` sets (or the default); a bad size names the flag.
+pub fn memory_limit(
+    flag: Option<&str>,
+) -> Result<Option<leasehold::memory_estimate::MemoryLimit>, u8> {
+    leasehold::memory_estimate::MemoryLimit::from_flag(flag)
+        .map_err(|e| bad_input(format!("--max-memory: {e}")))
 }
 
 /// The scenario file and the variant a command runs, checked in that order.
@@ -106,9 +169,18 @@ pub fn writable_dir(dir: &Path) -> Result<(), String> {
 }
 
 /// Prove the file `path` can be written (created, or an existing one
-/// replaced) before the work that produces it; leaves no file behind that
-/// was not there before.
+/// written through) before the work that produces it; leaves no file
+/// behind that was not there before. A symlink is followed, as the write
+/// will follow it: a dangling one is proved by its target.
 pub fn writable_file(path: &Path) -> Result<(), String> {
+    writable_file_through(path, 0)
+}
+
+/// Links followed before a path is refused, as the kernel refuses a longer
+/// chain (`ELOOP`).
+const MAX_SYMLINKS_FOLLOWED: u32 = 40;
+
+fn writable_file_through(path: &Path, links: u32) -> Result<(), String> {
     if path.is_dir() {
         return Err("is a directory".into());
     }
@@ -119,6 +191,7 @@ pub fn writable_file(path: &Path) -> Result<(), String> {
     if !parent.is_dir() {
         return Err(format!("the directory {} does not exist", parent.display()));
     }
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
     if path.exists() {
         // Opened without truncating: the old content stays until the write.
         std::fs::OpenOptions::new()
@@ -126,6 +199,15 @@ pub fn writable_file(path: &Path) -> Result<(), String> {
             .open(path)
             .map(drop)
             .map_err(|e| e.to_string())
+    } else if is_link {
+        // A dangling symlink: the write will create its target. Removing
+        // the path after a probe would remove the link, not the probe.
+        if links >= MAX_SYMLINKS_FOLLOWED {
+            return Err("too many levels of symbolic links".into());
+        }
+        let target = std::fs::read_link(path).map_err(|e| e.to_string())?;
+        writable_file_through(&parent.join(target), links + 1)
+            .map_err(|e| format!("a symlink to a file that does not exist yet: {e}"))
     } else {
         std::fs::File::create(path).map_err(|e| e.to_string())?;
         std::fs::remove_file(path).map_err(|e| e.to_string())

@@ -6,8 +6,8 @@ use leasehold::trace::{TraceReplay, replay_trace};
 use leasehold_protocol::Variant;
 use std::path::Path;
 
-pub fn replay(path: &Path, json: bool) -> u8 {
-    let ReadRun { file, scn, variant } = match super::read_run(path) {
+pub fn replay(path: &Path, json: bool, max_memory: Option<&str>) -> u8 {
+    let ReadRun { file, scn, variant } = match super::read_run(path, max_memory) {
         Ok(run) => run,
         Err(code) => return code,
     };

@@ -19,11 +19,17 @@ pub fn run(
     json: bool,
     trace: Option<&Path>,
     check_determinism: bool,
+    max_memory: Option<&str>,
 ) -> u8 {
     let (scn, variant) = match load_run_inputs(scenario_path, variant) {
         Ok(inputs) => inputs,
         Err(code) => return code,
     };
+    let estimate = leasehold::memory_estimate::run_peak_bytes(&scn);
+    let what = leasehold::memory_estimate::describe(&scn);
+    if let Err(code) = super::check_memory(max_memory, estimate, &what) {
+        return code;
+    }
     if let Some(path) = trace
         && let Err(code) = super::not_the_input("--trace", path, scenario_path)
     {
@@ -129,13 +135,20 @@ pub fn print_report(outcome: &RunOutcome, replay: &str) {
         return;
     }
     let names: Vec<&str> = outcome.invariants.iter().map(|i| i.name()).collect();
-    println!(
-        "VIOLATION {}: {} seed {} variant {}",
-        names.join(", "),
-        outcome.scenario,
-        outcome.seed,
-        outcome.variant
-    );
+    if names.is_empty() {
+        println!(
+            "CUT SHORT: {} seed {} variant {}",
+            outcome.scenario, outcome.seed, outcome.variant
+        );
+    } else {
+        println!(
+            "VIOLATION {}: {} seed {} variant {}",
+            names.join(", "),
+            outcome.scenario,
+            outcome.seed,
+            outcome.variant
+        );
+    }
     for v in outcome.violations.iter().take(SHOWN_VIOLATIONS) {
         println!(
             "  {} at {:.3} s: {}",
@@ -146,6 +159,9 @@ pub fn print_report(outcome: &RunOutcome, replay: &str) {
     }
     if outcome.violations.len() > SHOWN_VIOLATIONS {
         println!("  ... {} more", outcome.violations.len() - SHOWN_VIOLATIONS);
+    }
+    if let Some(cut) = &outcome.cut_short {
+        println!("  cut short: {}", cut.line());
     }
     println!(
         "  ({}/{} tasks done, {} events, {:.1} s simulated, trace {})",

@@ -48,11 +48,24 @@ pub fn write_failure_file(path: &Path, failure: &FailureFile) -> std::io::Result
     std::fs::write(path, text + "\n")
 }
 
-pub fn run(scenario_path: &Path, seed: u64, variant: &str, out: Option<&Path>, json: bool) -> u8 {
+pub fn run(
+    scenario_path: &Path,
+    seed: u64,
+    variant: &str,
+    out: Option<&Path>,
+    json: bool,
+    max_memory: Option<&str>,
+) -> u8 {
     let (scn, variant) = match load_run_inputs(scenario_path, variant) {
         Ok(inputs) => inputs,
         Err(code) => return code,
     };
+    // One run at a time, and the failing run's outcome beside it.
+    let estimate = 2 * leasehold::memory_estimate::run_peak_bytes(&scn);
+    let what = format!("shrinking {}", leasehold::memory_estimate::describe(&scn));
+    if let Err(code) = super::check_memory(max_memory, estimate, &what) {
+        return code;
+    }
     let out_path = out.map_or_else(
         || PathBuf::from(failure_file_name(&scn, seed, variant)),
         Path::to_path_buf,

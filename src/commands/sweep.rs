@@ -6,7 +6,9 @@ use super::shrink::{failure_file_name, write_failure_file};
 use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_run_inputs};
 use leasehold::lease_job::{LeaseJob, TimedSeedResult, replay_command, scenario_hash};
 use leasehold::measure::{self, Throughput};
-use leasehold::results_file::{ResultContext, ResultLine, ResultsWriter, read_results};
+use leasehold::results_file::{
+    ResultContext, ResultLine, ResultsRead, ResultsWriter, read_results,
+};
 use leasehold::seeds::SeedRange;
 use leasehold::shard::Shard;
 use leasehold::shrink::ShrinkLimits;
@@ -76,6 +78,11 @@ pub struct SweepArgs {
     /// Where --shrink writes failure files (an existing directory).
     #[arg(long, default_value = ".", value_name = "DIR", requires = "shrink")]
     pub shrink_dir: PathBuf,
+    /// Refuse to start when the estimated peak memory of --jobs runs at
+    /// once is over SIZE (512MiB, 4GiB) [default: half of this machine's
+    /// memory]
+    #[arg(long, value_name = "SIZE")]
+    pub max_memory: Option<String>,
 }
 
 /// Every input, checked before anything runs.
@@ -136,6 +143,27 @@ fn optional<T>(
         .map_err(|e| bad_input(format!("{flag}: {e}")))
 }
 
+/// The results already in the --out file, read strictly: a file `merge`
+/// would refuse is refused before anything is appended to it, and so is
+/// one holding results of this scenario name and variant for another text
+/// of the scenario (an edited file), with or without `--resume`.
+fn existing_results(path: &Path, context: &ResultContext) -> Result<ResultsRead, u8> {
+    let read = read_results(path).map_err(bad_input)?;
+    for (number, line) in &read.lines {
+        let same_run = line.scenario == context.scenario && line.variant == context.variant;
+        if same_run && line.scenario_hash != context.scenario_hash {
+            return Err(bad_input(format!(
+                "--out {} line {number}: written for another text of scenario \"{}\" (hash {}, the file given now has {}); sweep into a new --out file",
+                path.display(),
+                line.scenario,
+                line.scenario_hash,
+                context.scenario_hash
+            )));
+        }
+    }
+    Ok(read)
+}
+
 /// Results of this shard already in the --out file, by seed.
 fn resumed_lines(
     path: &Path,
@@ -145,21 +173,12 @@ fn resumed_lines(
     if !path.exists() {
         return Ok(BTreeMap::new());
     }
-    let read = read_results(path).map_err(bad_input)?;
+    let read = existing_results(path, context)?;
     let note = read.version_note(path);
     let mut done = BTreeMap::new();
-    for (number, line) in read.lines {
+    for (_, line) in read.lines {
         if line.scenario != context.scenario || line.variant != context.variant {
             continue;
-        }
-        if line.scenario_hash != context.scenario_hash {
-            return Err(bad_input(format!(
-                "{} line {number}: written for another text of scenario \"{}\" (hash {}, the file given now has {}); resume into a new --out file",
-                path.display(),
-                line.scenario,
-                line.scenario_hash,
-                context.scenario_hash
-            )));
         }
         let in_shard = plan.shard.contains(&plan.range, line.seed);
         // A seed not yet checked for determinism is not done when it must be.
@@ -229,6 +248,17 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         Ok(inputs) => inputs,
         Err(code) => return code,
     };
+    // Each job runs one seed at a time: the runs at once are the jobs, or
+    // the seeds when there are fewer.
+    let at_once = (plan.jobs as u64).min(plan.shard.len(&plan.range)).max(1);
+    let estimate = leasehold::memory_estimate::run_peak_bytes(&scn).saturating_mul(at_once);
+    let what = format!(
+        "{at_once} runs at once (--jobs), each {}",
+        leasehold::memory_estimate::describe(&scn)
+    );
+    if let Err(code) = super::check_memory(args.max_memory.as_deref(), estimate, &what) {
+        return code;
+    }
     // --out is opened at once (and read first with --resume); --junit is
     // written at the end, so it is proved writable now. The results file is
     // an input too.
@@ -267,6 +297,10 @@ pub fn sweep(args: &SweepArgs) -> u8 {
                 Ok(r) => r,
                 Err(code) => return code,
             };
+        } else if out.exists()
+            && let Err(code) = existing_results(out, &context)
+        {
+            return code;
         }
         // Cut a final line left by a kill, so appends start on a new line.
         match ResultsWriter::open_append(out) {

@@ -9,9 +9,15 @@ pub fn variants(json: bool) -> u8 {
             .collect();
         println!("{}", serde_json::json!({ "variants": list }));
     } else {
+        // The widest name sets the column, whatever names are added.
+        let width = Variant::catalogue()
+            .iter()
+            .map(|i| i.name.len())
+            .max()
+            .unwrap_or(0);
         for i in Variant::catalogue() {
-            println!("{:<28} {}", i.name, i.description);
-            println!("{:<28} mirrors: {}", "", i.mirrors);
+            println!("{:<width$} {}", i.name, i.description);
+            println!("{:<width$} mirrors: {}", "", i.mirrors);
         }
     }
     EXIT_OK

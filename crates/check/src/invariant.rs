@@ -32,8 +32,9 @@ pub enum Invariant {
     /// In the heal phase, a lease that stopped being renewed is declared dead
     /// within a bound derived from the configuration.
     DetectionBounded,
-    /// Not a lease invariant: a simulated node panicked, or the run hit an
-    /// event or queue limit. Reported like a violation so it is never lost.
+    /// Not a lease invariant: a simulated node panicked (or the run's queue
+    /// overflowed). Reported like a violation so it is never lost. (A run
+    /// its scenario's limits stop is reported cut short, not as this.)
     SimulationHealthy,
 }
 

@@ -729,6 +729,17 @@ impl LeaseChecker {
 
     /// Judge what can only be judged at the end. Call once, after the run.
     pub fn finish(&mut self, end_us: u64) {
+        self.finish_judging(end_us, true);
+    }
+
+    /// [`Self::finish`] for a run its own limits stopped before the
+    /// no-lost-task deadline: a task not done by then is still inside its
+    /// bound, so none is judged lost (the host reports the run cut short).
+    pub fn finish_cut_short(&mut self, end_us: u64) {
+        self.finish_judging(end_us, false);
+    }
+
+    fn finish_judging(&mut self, end_us: u64, judge_lost: bool) {
         assert!(!self.finished, "finish called twice");
         self.finished = true;
         self.oracle.finish(&mut self.verdicts, end_us);
@@ -760,6 +771,9 @@ impl LeaseChecker {
                     fmt_owner(doc.owner)
                 ),
             );
+        }
+        if !judge_lost {
+            return;
         }
         let heal_us = self.heal_at_us.unwrap_or(0);
         let bound = self.deadline_us.map_or(0, |d| d.saturating_sub(heal_us));

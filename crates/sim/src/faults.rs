@@ -230,18 +230,28 @@ impl Fault {
             Fault::PauseAt { .. } => "pause",
             Fault::Resume { .. } => "resume",
             Fault::ClockJump { .. } => "clock_jump",
+            // Named by what struck which message, never by the section of
+            // the scenario whose rate drew it: a store reply's delay may be
+            // a `network` delay or a `store` slow reply, and is the same
+            // fault to the protocol.
             Fault::Message { leg, action, .. } => match (leg, action) {
-                (_, MessageAction::Hang) => "service_hang",
-                (Leg::ToService, MessageAction::Fail) => "service_failure",
-                (Leg::ToStore, MessageAction::Fail) => "store_failure",
-                (Leg::FromStore, MessageAction::Drop) => "store_ambiguous_write",
-                (Leg::FromService, MessageAction::Drop) => "service_ambiguous",
-                (Leg::FromStore, MessageAction::Delay { .. }) => "store_slow",
-                (Leg::FromService, MessageAction::Delay { .. }) => "service_slow",
-                (_, MessageAction::Drop) => "message_loss",
-                (_, MessageAction::Duplicate { .. }) => "message_duplicate",
-                (_, MessageAction::Delay { .. }) => "message_delay",
-                (_, MessageAction::Fail) => "message_fail",
+                (Leg::ToStore, MessageAction::Drop) => "store_request_lost",
+                (Leg::ToStore, MessageAction::Duplicate { .. }) => "store_request_duplicated",
+                (Leg::ToStore, MessageAction::Delay { .. }) => "store_request_delayed",
+                (Leg::ToStore, MessageAction::Fail) => "store_request_refused",
+                (Leg::FromStore, MessageAction::Drop) => "store_reply_lost",
+                (Leg::FromStore, MessageAction::Duplicate { .. }) => "store_reply_duplicated",
+                (Leg::FromStore, MessageAction::Delay { .. }) => "store_reply_delayed",
+                (Leg::ToService, MessageAction::Drop) => "service_call_lost",
+                (Leg::ToService, MessageAction::Duplicate { .. }) => "service_call_duplicated",
+                (Leg::ToService, MessageAction::Delay { .. }) => "service_call_delayed",
+                (Leg::ToService, MessageAction::Fail) => "service_call_refused",
+                (Leg::FromService, MessageAction::Drop) => "service_reply_lost",
+                (Leg::FromService, MessageAction::Duplicate { .. }) => "service_reply_duplicated",
+                (Leg::FromService, MessageAction::Delay { .. }) => "service_reply_delayed",
+                (_, MessageAction::Hang) => "service_call_hung",
+                // A reply leg is never refused (plans are checked for it).
+                (_, MessageAction::Fail) => "reply_refused",
             },
             Fault::Partition { direction, .. } => match direction {
                 Direction::Both => "partition",
