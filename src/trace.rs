@@ -678,6 +678,7 @@ mod tests {
                 op: &op,
                 reply: &reply,
                 before: Some(&doc),
+                decided_us: u64::MAX,
             },
         };
         let len = record_line(&record).len() as u64;
