@@ -150,7 +150,7 @@ impl LeaseTrack {
         let kept = || self.renewals_us.into_iter().filter(|r| *r != (0, 0));
         kept()
             .find(|(landed, _)| *landed <= decided_us)
-            .or_else(|| kept().last())
+            .or_else(|| kept().next_back())
             .map_or(0, |(_, sent)| sent)
     }
 
@@ -396,6 +396,7 @@ impl LeaseOracle {
 
     /// A worker's action on `task` at `epoch`, decided at `decided_us`: an
     /// effect call, or a task write the store accepted.
+    #[allow(clippy::too_many_arguments)]
     pub fn worker_act(
         &mut self,
         verdicts: &mut Verdicts,
@@ -448,6 +449,7 @@ impl LeaseOracle {
 
     /// A task write by a worker the store accepted: a claim, a progress
     /// write or a completion, all decided under the worker's lease.
+    #[allow(clippy::too_many_arguments)]
     pub fn worker_task_write(
         &mut self,
         verdicts: &mut Verdicts,
@@ -470,6 +472,7 @@ impl LeaseOracle {
 
     /// A task write by a reclaimer the store accepted: a re-queue of a
     /// running task must wait for its owner's lease to be provably over.
+    #[allow(clippy::too_many_arguments)]
     pub fn reclaimer_task_write(
         &mut self,
         verdicts: &mut Verdicts,
