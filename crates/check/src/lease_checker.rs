@@ -879,57 +879,65 @@ impl LeaseChecker {
         before: Option<&Document<DocKey, DocValue>>,
         decided_us: u64,
     ) {
-        // The reply first: it turns most records (reads, scans, refused
-        // writes) away in one test.
-        match (op, reply) {
-            (_, StoreReply::Written { .. }) => {
-                if let Some((task, new)) = task_write(op) {
+        // The reply first: it turns most records (reads, scans) away in
+        // one test.
+        let lease_doc = match (op, reply) {
+            (_, StoreReply::Written { .. }) => match task_write(op) {
+                Some((task, new)) => {
                     let before = before.and_then(|d| d.value.as_task());
                     // The stop time is the host's to read.
                     let _ = self.task_write(time_us, decided_us, actor, task, before, new);
-                } else {
-                    let who = self.oracle_actor(actor);
-                    self.oracle.lease_doc(
-                        &mut self.verdicts,
-                        time_us,
-                        decided_us,
-                        who,
-                        op,
-                        reply,
-                        before,
-                    );
+                    false
                 }
-            }
+                None => true,
+            },
             (_, StoreReply::Conflict { .. } | StoreReply::Unavailable) => {
                 if let Some((task, new)) = task_write(op) {
                     self.refused_task_write(time_us, decided_us, actor, task, new);
                 }
+                false
             }
             (StoreRequest::DeleteIfVersion { key, .. }, StoreReply::Deleted) => {
-                if task_of_key(key).is_none() {
-                    let who = self.oracle_actor(actor);
-                    self.oracle.lease_doc(
-                        &mut self.verdicts,
-                        time_us,
-                        decided_us,
-                        who,
-                        op,
-                        reply,
-                        before,
-                    );
-                }
-                if let Some(task) = task_of_key(key) {
-                    let writer = self.writer(actor);
-                    self.verdicts.report(
-                        Invariant::NoLostTask,
-                        time_us,
-                        Some(task),
-                        format_args!("task {} was deleted by {:?}", task.0, writer),
-                    );
-                }
+                let Some(task) = task_of_key(key) else {
+                    return self.lease_doc(time_us, decided_us, actor, op, reply, before);
+                };
+                let writer = self.writer(actor);
+                self.verdicts.report(
+                    Invariant::NoLostTask,
+                    time_us,
+                    Some(task),
+                    format_args!("task {} was deleted by {:?}", task.0, writer),
+                );
+                false
             }
-            _ => {}
+            _ => false,
+        };
+        if lease_doc {
+            self.lease_doc(time_us, decided_us, actor, op, reply, before);
         }
+    }
+
+    /// A write or delete of a document that is not a task's: the lease
+    /// oracles judge those of heartbeat and task lease documents.
+    fn lease_doc(
+        &mut self,
+        time_us: u64,
+        decided_us: u64,
+        actor: Actor,
+        op: &StoreRequest<DocKey, DocValue>,
+        reply: &StoreReply<DocKey, DocValue>,
+        before: Option<&Document<DocKey, DocValue>>,
+    ) {
+        let who = self.oracle_actor(actor);
+        self.oracle.lease_doc(
+            &mut self.verdicts,
+            time_us,
+            decided_us,
+            who,
+            op,
+            reply,
+            before,
+        );
     }
 
     /// An accepted write of task document `new` over `before`: what
