@@ -9,6 +9,7 @@
 
 pub mod catalogue;
 pub mod charts;
+pub mod coverage;
 pub mod explain;
 pub mod export;
 pub mod fault_model;

@@ -51,6 +51,10 @@ enum Command {
     Sweep(commands::sweep::SweepArgs),
     /// Combine the results files of several sweeps (shards) into one summary.
     Merge(commands::merge::MergeArgs),
+    /// Run a range of seeds and print every coverage point with its hits:
+    /// the protocol's named rare situations and the (fault kind x node
+    /// phase) pairs; unreached points are flagged.
+    Coverage(commands::coverage::CoverageArgs),
     /// Re-run a trace file from its header and check every event matches, or a
     /// failure file (from `shrink`) and check it still fails its invariant.
     Replay {
@@ -223,6 +227,7 @@ fn dispatch(command: Command) -> u8 {
         ),
         Command::Sweep(args) => commands::sweep::sweep(&args),
         Command::Merge(args) => commands::merge::merge(&args),
+        Command::Coverage(args) => commands::coverage::run(&args),
         Command::Replay { file, json } => commands::replay::replay(&file, json),
         Command::Variants { json } => commands::variants::variants(json),
         Command::Shrink {

@@ -1,4 +1,5 @@
 pub mod chart;
+pub mod coverage;
 pub mod explain;
 pub mod export;
 pub mod hunt;
