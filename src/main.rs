@@ -160,6 +160,22 @@ enum Command {
         /// Also write the kill table as Markdown to FILE.
         #[arg(long, value_name = "FILE")]
         markdown: Option<PathBuf>,
+        /// Guided hunting: half the runs mutate the fault plans of inputs
+        /// that reached new coverage (a deterministic function of
+        /// --guided-seed).
+        #[arg(long)]
+        guided: bool,
+        /// The guided hunt's own seed.
+        #[arg(long, value_name = "N", default_value_t = leasehold::guided::DEFAULT_GUIDED_SEED, requires = "guided", allow_negative_numbers = true)]
+        guided_seed: u64,
+        /// Report the coverage points the hunt's runs reached (and the named
+        /// ones none reached).
+        #[arg(long)]
+        coverage: bool,
+        /// Where a guided hunt writes a failure file (replayable, unshrunk)
+        /// for each failure a mutated plan found.
+        #[arg(long, value_name = "DIR")]
+        failures_dir: Option<PathBuf>,
     },
 }
 
@@ -248,6 +264,10 @@ fn dispatch(command: Command) -> u8 {
             jobs,
             json,
             markdown,
+            guided,
+            guided_seed,
+            coverage,
+            failures_dir,
         } => commands::hunt::run(commands::hunt::HuntArgs {
             variants: &variants,
             scenarios: &scenarios,
@@ -256,6 +276,9 @@ fn dispatch(command: Command) -> u8 {
             jobs: jobs.as_deref(),
             json,
             markdown: markdown.as_deref(),
+            guided: guided.then_some(guided_seed),
+            coverage,
+            failures_dir: failures_dir.as_deref(),
         }),
         Command::Chart { kind, out, format } => commands::chart::chart(&kind, &out, &format),
     }
