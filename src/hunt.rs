@@ -1,10 +1,15 @@
 //! `hunt`: how good is leasehold at catching real lease bugs? For each
 //! planted variant, sweep the scenarios (round-robin over seeds 1, 2, ...)
 //! until one fails; the correct protocol must survive the whole budget on
-//! every scenario.
+//! every scenario. A guided hunt (`HuntOptions::guided`) spends half its
+//! runs on mutations of the fault plans that reached new coverage (see
+//! `guided`).
 
-use crate::run::simulate;
+use crate::coverage::CoverageTally;
+use crate::guided::{Guide, Input};
+use crate::run::{RunOutcome, simulate};
 use crate::scenario::ValidScenario;
+use crate::shrink::FailureFile;
 use leasehold_check::Invariant;
 use leasehold_protocol::Variant;
 use serde::Serialize;
@@ -32,6 +37,12 @@ pub struct HuntResult {
     pub seed: Option<u64>,
     /// Runs made for this variant.
     pub runs: u64,
+    /// Guided hunts: the failing run's input was a mutated fault plan (not
+    /// a plain seed), so `seed` alone does not replay it: `failure` does
+    /// (its faults as they struck, unshrunk).
+    pub mutated: bool,
+    #[serde(skip)]
+    pub failure: Option<Box<FailureFile>>,
 }
 
 impl HuntResult {
@@ -43,6 +54,22 @@ impl HuntResult {
             self.caught
         }
     }
+}
+
+/// How to hunt.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HuntOptions {
+    /// Guided hunting with this seed; `None`: plain seeds only.
+    pub guided: Option<u64>,
+}
+
+/// A hunt's rows, and the coverage of all its runs.
+#[derive(Clone, Debug)]
+pub struct HuntReport {
+    pub results: Vec<HuntResult>,
+    pub coverage: CoverageTally,
+    /// Guided hunts: inputs that joined a corpus, over every job.
+    pub corpus_added: u64,
 }
 
 enum Job {
@@ -60,6 +87,17 @@ pub fn hunt(
     budget: u64,
     jobs: usize,
 ) -> Vec<HuntResult> {
+    hunt_with(scenarios, variants, budget, jobs, HuntOptions::default()).results
+}
+
+/// [`hunt`], with options, and the coverage of its runs.
+pub fn hunt_with(
+    scenarios: &[HuntScenario],
+    variants: &[Variant],
+    budget: u64,
+    jobs: usize,
+    options: HuntOptions,
+) -> HuntReport {
     assert!(!scenarios.is_empty() && budget > 0 && jobs > 0);
     let mut work = Vec::new();
     for v in variants {
@@ -69,12 +107,27 @@ pub fn hunt(
             work.push(Job::Planted(*v));
         }
     }
-    let done = crate::parallel::map_on(jobs, &work, |job| match job {
-        Job::Planted(v) => hunt_planted(scenarios, *v, budget),
-        Job::Correct(k) => survive(&scenarios[*k], budget),
+    let all: Vec<usize> = (0..scenarios.len()).collect();
+    let done = crate::parallel::map_on(jobs, &work, |job| match (job, options.guided) {
+        (Job::Planted(v), None) => hunt_planted(scenarios, *v, budget),
+        (Job::Correct(k), None) => survive(&scenarios[*k], budget),
+        // Each job its own guide, on a stream of its own: the variant's
+        // place in the catalogue, or past them the scenario's.
+        (Job::Planted(v), Some(seed)) => {
+            let stream = Variant::all().position(|x| x == *v).unwrap_or(0) as u64;
+            guided(scenarios, &all, *v, budget * all.len() as u64, seed, stream)
+        }
+        (Job::Correct(k), Some(seed)) => {
+            let stream = (Variant::all().count() + k) as u64;
+            guided(scenarios, &[*k], Variant::Correct, budget, seed, stream)
+        }
     });
+    let mut coverage = CoverageTally::new();
+    let mut corpus_added = 0;
     let mut results: Vec<HuntResult> = Vec::new();
-    for r in done {
+    for (r, tally, added) in done {
+        coverage.merge(&tally);
+        corpus_added += added;
         // Fold the per-scenario runs of `correct` into one row: its first
         // failure (in scenario order), or clean with the total runs.
         match results.last_mut() {
@@ -93,8 +146,16 @@ pub fn hunt(
             _ => results.push(r),
         }
     }
-    results
+    HuntReport {
+        results,
+        coverage,
+        corpus_added,
+    }
 }
+
+/// A job's row, the coverage of its runs, and (guided) its corpus
+/// additions.
+type JobDone = (HuntResult, CoverageTally, u64);
 
 fn row(
     variant: Variant,
@@ -118,6 +179,8 @@ fn row(
         }),
         seed: hit.map(|h| h.3),
         runs,
+        mutated: false,
+        failure: None,
     }
 }
 
@@ -141,26 +204,74 @@ fn first_unexpected(outcome: &crate::RunOutcome, scn: &ValidScenario) -> Option<
         .find(|i| !expected(i))
 }
 
-fn hunt_planted(scenarios: &[HuntScenario], variant: Variant, budget: u64) -> HuntResult {
+fn tally_run(tally: &mut CoverageTally, sc: &HuntScenario, outcome: &RunOutcome) {
+    tally.add(
+        &outcome.coverage,
+        sc.scenario.scenario.protocol.heartbeat_mode,
+    );
+}
+
+fn hunt_planted(scenarios: &[HuntScenario], variant: Variant, budget: u64) -> JobDone {
     let mut runs = 0;
+    let mut tally = CoverageTally::new();
     for seed in 1..=budget {
         for sc in scenarios {
             runs += 1;
             let outcome = simulate(&sc.scenario, seed, variant, None);
+            tally_run(&mut tally, sc, &outcome);
             if let Some(v) = first_unexpected(&outcome, &sc.scenario) {
-                return row(variant, Some((runs, sc, v, seed)), runs);
+                return (row(variant, Some((runs, sc, v, seed)), runs), tally, 0);
             }
         }
     }
-    row(variant, None, runs)
+    (row(variant, None, runs), tally, 0)
 }
 
-fn survive(sc: &HuntScenario, budget: u64) -> HuntResult {
+fn survive(sc: &HuntScenario, budget: u64) -> JobDone {
+    let mut tally = CoverageTally::new();
     for seed in 1..=budget {
         let outcome = simulate(&sc.scenario, seed, Variant::Correct, None);
+        tally_run(&mut tally, sc, &outcome);
         if let Some(v) = first_unexpected(&outcome, &sc.scenario) {
-            return row(Variant::Correct, Some((seed, sc, v, seed)), seed);
+            return (
+                row(Variant::Correct, Some((seed, sc, v, seed)), seed),
+                tally,
+                0,
+            );
         }
     }
-    row(Variant::Correct, None, budget)
+    (row(Variant::Correct, None, budget), tally, 0)
+}
+
+/// `runs` guided runs of `variant` over the scenarios `picked` (indices
+/// into `scenarios`), until one fails.
+fn guided(
+    scenarios: &[HuntScenario],
+    picked: &[usize],
+    variant: Variant,
+    runs: u64,
+    seed: u64,
+    stream: u64,
+) -> JobDone {
+    let mut guide = Guide::new(
+        picked.iter().map(|&k| &scenarios[k].scenario).collect(),
+        variant,
+        seed,
+        stream,
+    );
+    for n in 1..=runs {
+        let (input, mutated) = guide.next_input();
+        let run = guide.run(input, mutated);
+        let Input { scenario, seed, .. } = run.input;
+        let sc = &scenarios[picked[scenario]];
+        if let Some(v) = first_unexpected(&run.outcome, &sc.scenario) {
+            let mut r = row(variant, Some((n, sc, v, seed)), n);
+            r.mutated = run.mutated;
+            if run.mutated {
+                r.failure = FailureFile::of_run(&sc.scenario, variant, &run.outcome).map(Box::new);
+            }
+            return (r, guide.tally, guide.added);
+        }
+    }
+    (row(variant, None, runs), guide.tally, guide.added)
 }

@@ -3,6 +3,7 @@
 //! down to a small [`SeedResult`] so that a sweep of a million seeds keeps
 //! little in memory.
 
+use crate::coverage::RunCoverage;
 use crate::run::{CUT_SHORT, RunOutcome, simulate};
 use crate::scenario::ValidScenario;
 use crate::sweep_engine::SeedJob;
@@ -75,6 +76,8 @@ pub struct TimedSeedResult {
     pub events_simulated: u64,
     /// Simulated time, likewise counting both runs.
     pub sim_time_us: u64,
+    /// The coverage points the (first) run reached.
+    pub coverage: RunCoverage,
 }
 
 /// Runs one scenario under one variant.
@@ -117,6 +120,7 @@ impl SeedJob for LeaseJob<'_> {
             wall_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
             events_simulated,
             sim_time_us,
+            coverage: outcome.coverage,
         }
     }
 

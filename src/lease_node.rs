@@ -33,4 +33,10 @@ impl Node for LeaseNode {
             LeaseNode::Reclaimer(r) => r.poll_timeout(),
         }
     }
+
+    /// Coverage points are notes: a fault cutting a step short never
+    /// counts them among its outputs.
+    fn is_annotation(event: &LeaseEvent) -> bool {
+        event.is_coverage()
+    }
 }

@@ -9,9 +9,11 @@
 
 pub mod catalogue;
 pub mod charts;
+pub mod coverage;
 pub mod explain;
 pub mod export;
 pub mod fault_model;
+pub mod guided;
 pub mod hunt;
 pub mod input_file;
 pub mod lease_job;

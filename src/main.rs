@@ -55,6 +55,10 @@ enum Command {
     Sweep(commands::sweep::SweepArgs),
     /// Combine the results files of several sweeps (shards) into one summary.
     Merge(commands::merge::MergeArgs),
+    /// Run a range of seeds and print every coverage point with its hits:
+    /// the protocol's named rare situations and the (fault kind x node
+    /// phase) pairs; unreached points are flagged.
+    Coverage(commands::coverage::CoverageArgs),
     /// Re-run a trace file from its header and check every event matches, or a
     /// failure file (from `shrink`) and check it still fails its invariant.
     Replay {
@@ -182,6 +186,22 @@ enum Command {
         /// machine's memory]
         #[arg(long, value_name = "SIZE")]
         max_memory: Option<String>,
+        /// Guided hunting: half the runs mutate the fault plans of inputs
+        /// that reached new coverage (a deterministic function of
+        /// --guided-seed).
+        #[arg(long)]
+        guided: bool,
+        /// The guided hunt's own seed.
+        #[arg(long, value_name = "N", default_value_t = leasehold::guided::DEFAULT_GUIDED_SEED, requires = "guided", allow_negative_numbers = true)]
+        guided_seed: u64,
+        /// Report the coverage points the hunt's runs reached (and the named
+        /// ones none reached).
+        #[arg(long)]
+        coverage: bool,
+        /// Where a guided hunt writes a failure file (replayable, unshrunk)
+        /// for each failure a mutated plan found.
+        #[arg(long, value_name = "DIR")]
+        failures_dir: Option<PathBuf>,
     },
 }
 
@@ -271,6 +291,7 @@ fn dispatch(command: Command) -> u8 {
         ),
         Command::Sweep(args) => commands::sweep::sweep(&args),
         Command::Merge(args) => commands::merge::merge(&args),
+        Command::Coverage(args) => commands::coverage::run(&args),
         Command::Replay {
             file,
             json,
@@ -314,6 +335,10 @@ fn dispatch(command: Command) -> u8 {
             json,
             markdown,
             max_memory,
+            guided,
+            guided_seed,
+            coverage,
+            failures_dir,
         } => commands::hunt::run(commands::hunt::HuntArgs {
             variants: &variants,
             scenarios: &scenarios,
@@ -323,6 +348,9 @@ fn dispatch(command: Command) -> u8 {
             json,
             markdown: markdown.as_deref(),
             max_memory: max_memory.as_deref(),
+            guided: guided.then_some(guided_seed),
+            coverage,
+            failures_dir: failures_dir.as_deref(),
         }),
         Command::Chart { kind, out, format } => commands::chart::chart(&kind, &out, &format),
     }

@@ -13,8 +13,11 @@
 //! dropped (its seed is simply run again by `--resume`). A complete final line
 //! always ends in a newline, because every line is written with its newline.
 
+use crate::coverage::NamedPoint;
 use crate::lease_job::{DETERMINISM, SeedResult, TimedSeedResult};
+use leasehold_protocol::HeartbeatMode;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
@@ -26,6 +29,10 @@ pub const MAX_LINE_BYTES: usize = 1 << 20;
 /// The largest results file: 1 GiB, far above a million seeds' lines of a
 /// few hundred bytes each, and still one a reader can hold in memory.
 pub const MAX_FILE_BYTES: u64 = 1 << 30;
+/// The most hits of one coverage point a result line may claim: far more
+/// than a run reaches, and a merge's sum of a million lines of it stays far
+/// inside a `u64`.
+pub const MAX_POINT_HITS: u64 = 10_000_000_000_000;
 /// The longest wall time a result line may claim: 10^13 µs (about 115
 /// days), so a merge's sum of a million of them stays far inside a `u64`.
 pub const MAX_WALL_US: u64 = 10_000_000_000_000;
@@ -53,6 +60,32 @@ pub struct ResultLine {
     pub replay: String,
     /// Wall time of the run(s); only for throughput figures.
     pub wall_us: u64,
+    /// With `sweep --coverage`: the named coverage points the seed reached.
+    /// Absent otherwise (and in files written before coverage existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<LineCoverage>,
+}
+
+/// The coverage of one seed in a results line: the heartbeat mode it ran in
+/// (which points it could reach) and the hits of each named point reached
+/// (fault pairs are left out: they would make every line long).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LineCoverage {
+    pub mode: HeartbeatMode,
+    pub points: BTreeMap<String, u64>,
+}
+
+impl LineCoverage {
+    pub fn of(coverage: &crate::coverage::RunCoverage, mode: HeartbeatMode) -> LineCoverage {
+        LineCoverage {
+            mode,
+            points: NamedPoint::all()
+                .map(|p| (p.name().to_string(), coverage.hits(p)))
+                .filter(|(_, hits)| *hits > 0)
+                .collect(),
+        }
+    }
 }
 
 impl ResultLine {
@@ -74,6 +107,9 @@ pub struct ResultContext {
     pub scenario_hash: String,
     pub variant: String,
     pub checked_determinism: bool,
+    /// `sweep --coverage`: the scenario's heartbeat mode, and lines carry
+    /// their seed's coverage.
+    pub coverage: Option<HeartbeatMode>,
 }
 
 impl ResultContext {
@@ -94,6 +130,9 @@ impl ResultContext {
             checked_determinism: self.checked_determinism,
             replay,
             wall_us: timed.wall_us,
+            coverage: self
+                .coverage
+                .map(|mode| LineCoverage::of(&timed.coverage, mode)),
         }
     }
 }
@@ -234,6 +273,20 @@ fn check_written_fields(line: &ResultLine) -> Result<(), String> {
             line.replay
         ));
     }
+    if let Some(coverage) = &line.coverage {
+        for (name, hits) in &coverage.points {
+            if NamedPoint::from_name(name).is_none() {
+                return Err(format!(
+                    "coverage.points: \"{name}\" is not a coverage point of this leasehold version"
+                ));
+            }
+            if *hits == 0 || *hits > MAX_POINT_HITS {
+                return Err(format!(
+                    "coverage.points.{name}: {hits} hits; a line lists the points its run reached (1 to {MAX_POINT_HITS} hits)"
+                ));
+            }
+        }
+    }
     if line.wall_us > MAX_WALL_US {
         return Err(format!(
             "wall_us: {} is more than a run's wall time may be ({MAX_WALL_US} µs, about 115 days)",
@@ -368,6 +421,7 @@ mod tests {
             checked_determinism: false,
             replay: format!("leasehold run s.json --seed {seed} --variant correct"),
             wall_us: 5,
+            coverage: None,
         };
         serde_json::to_string(&r).unwrap()
     }

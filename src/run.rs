@@ -4,6 +4,7 @@
 //! workload, attaches the checkers, and runs. A run is a pure function of
 //! (scenario, seed, variant, leasehold version).
 
+use crate::coverage::{CoverageTracker, RunCoverage};
 use crate::fault_model::FaultMix;
 use crate::lease_node::LeaseNode;
 use crate::scenario::ValidScenario;
@@ -46,9 +47,16 @@ pub struct RunOutcome {
     pub fault_mix: Option<FaultMix>,
     /// Fault records by kind, consequences included.
     pub fault_kinds: BTreeMap<&'static str, u64>,
+    /// The coverage points the run reached (see `coverage`).
+    #[serde(skip)]
+    pub coverage: RunCoverage,
     /// The planned faults the run injected: replaying it reproduces the run.
     #[serde(skip)]
     pub plan: FaultPlan,
+    /// When each fault of `plan` was recorded (guided hunting places a
+    /// drawn plan's faults by these times).
+    #[serde(skip)]
+    pub fault_times_us: Vec<u64>,
     /// For a plan-driven run: when each fault of `plan` was decided, and
     /// the tag of the step or message it struck (see `TimedFault`).
     #[serde(skip)]
@@ -181,6 +189,10 @@ struct RunObserver<'a, 'b> {
     /// Faults seen, by kind: the coverage report, sorted into a map at the
     /// end. A handful of kinds, in the order first seen.
     fault_kinds: Vec<(&'static str, u64)>,
+    /// Coverage points and the phases faults struck in.
+    coverage: CoverageTracker,
+    /// When each planned fault was recorded, in order.
+    fault_times_us: Vec<u64>,
     extra: Option<ExtraObserver<'b>>,
     /// No stop is due at or before this time: the simulator asks before
     /// every event, and one compare answers most asks. The checker's
@@ -233,7 +245,8 @@ impl RunObserver<'_, '_> {
                 if !matches!(reply, StoreReply::Written { .. }) {
                     self.checker
                         .refused_task_write(time_us, decided_us, actor, task, new);
-                } else if let StoreReply::Written { .. } = reply {
+                    self.coverage.task_write_refused(new, reply);
+                } else {
                     // Of the store records, only a task write moves the
                     // count of tasks done, and so the stop time; and only
                     // the rare one that the checker says moved it is
@@ -299,6 +312,7 @@ impl RunObserver<'_, '_> {
         outcome: EffectReply,
         decided_us: u64,
     ) {
+        self.coverage.effect(outcome);
         self.checker
             .effect(time_us, actor.actor(), call, outcome, decided_us);
     }
@@ -338,6 +352,10 @@ impl RunObserver<'_, '_> {
             // by content otherwise, so each kind has one entry however the
             // compiler laid its name out. (A map's string comparisons were
             // three hundred instructions per fault.)
+            self.coverage.fault(fault);
+            if fault.is_planned() {
+                self.fault_times_us.push(record.time_us);
+            }
             let kind = fault.kind();
             let tally = &mut self.fault_kinds;
             match tally
@@ -431,6 +449,18 @@ impl Observer<DocKey, DocValue, LeaseEvent> for RunObserver<'_, '_> {
             RecordKind::Fault(_) | RecordKind::HealPhase => self.other(&record(kind)),
             // Rare: losses and exits excuse or judge a worker's fencing.
             RecordKind::Lost { .. } | RecordKind::Exit { .. } => self.other(&record(kind)),
+            // Nodes' events: only coverage reads them (the checker judges
+            // none).
+            RecordKind::Event { node, event, .. } => {
+                debug_assert!(
+                    !LeaseChecker::judges(&kind),
+                    "a kind judged but not handled"
+                );
+                self.coverage.event(node, event);
+                if self.extra.is_some() {
+                    self.other(&record(kind));
+                }
+            }
             ref kind => {
                 debug_assert!(!LeaseChecker::judges(kind), "a kind judged but not handled");
                 if self.extra.is_some() {
@@ -632,7 +662,9 @@ fn simulate_with_source(
                 // Not re-drawn here: the draw itself may be what panicked.
                 fault_mix: None,
                 fault_kinds: BTreeMap::new(),
+                coverage: RunCoverage::default(),
                 plan: FaultPlan::default(),
+                fault_times_us: Vec::new(),
                 plan_decided: Vec::new(),
                 cut_short: None,
             }
@@ -779,6 +811,8 @@ fn simulate_inner(
         checker: LeaseChecker::new(check_config),
         load: StoreLoadCounter::new(roles),
         fault_kinds: Vec::new(),
+        coverage: CoverageTracker::new(roles),
+        fault_times_us: Vec::new(),
         extra,
         stop_after_us: 0,
     };
@@ -824,7 +858,9 @@ fn simulate_inner(
         stats: Some(stats),
         fault_mix: (!plan_driven).then_some(drawn.mix),
         fault_kinds: observer.fault_kinds.into_iter().collect(),
+        coverage: observer.coverage.coverage,
         plan: fault_plan,
+        fault_times_us: observer.fault_times_us,
         plan_decided,
         cut_short,
     }

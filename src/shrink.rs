@@ -175,6 +175,28 @@ impl FailureFile {
             .any(|i| i.name() == self.invariant)
     }
 
+    /// A failing run as it is, unshrunk: its scenario, seed and variant,
+    /// and the faults it injected (which replay it). For a failure found by
+    /// a guided hunt's mutated plan, which no seed alone reproduces.
+    pub fn of_run(scn: &ValidScenario, variant: Variant, outcome: &RunOutcome) -> Option<Self> {
+        let first = outcome.violations.first()?;
+        let size = size_of(&scn.scenario, &outcome.plan, outcome.events());
+        Some(FailureFile {
+            format: FAILURE_FORMAT.to_string(),
+            leasehold_version: crate::LEASEHOLD_VERSION.to_string(),
+            scenario: scn.scenario.clone(),
+            seed: outcome.seed,
+            variant: variant.name().to_string(),
+            invariant: first.invariant.name().to_string(),
+            message: first.message.clone(),
+            plan: outcome.plan.clone(),
+            original: size,
+            shrunk: size,
+            shrink_ms: 0,
+            candidates_run: 0,
+        })
+    }
+
     /// Re-run the minimal failure.
     pub fn rerun(&self) -> Result<RunOutcome, String> {
         Ok(self.rerun_with(&self.valid_scenario()?, self.variant()?))

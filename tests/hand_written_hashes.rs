@@ -7,8 +7,8 @@
 //! the real hasher in reach.
 
 use leasehold_protocol::{
-    DocKey, DocValue, FenceCause, LeaseEvent, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId,
-    TaskLeaseDoc, TaskState,
+    CoveragePoint, DocKey, DocValue, FenceCause, LeaseEvent, MemberDoc, MemberStatus, Owner,
+    TaskDoc, TaskId, TaskLeaseDoc, TaskState,
 };
 use leasehold_sim::TraceHasher;
 use std::hash::Hash;
@@ -83,6 +83,9 @@ enum Event {
         owner: Owner,
         epoch: u64,
     },
+    Coverage {
+        point: CoveragePoint,
+    },
 }
 
 fn key_mirror(k: DocKey) -> Key {
@@ -128,6 +131,7 @@ fn event_mirror(e: LeaseEvent) -> Event {
             Event::TaskLeaseExpired { task, owner, epoch }
         }
         E::ClaimVoided { task, owner, epoch } => Event::ClaimVoided { task, owner, epoch },
+        E::Coverage { point } => Event::Coverage { point },
     }
 }
 
@@ -243,6 +247,11 @@ fn events() -> Vec<LeaseEvent> {
             }
         }
     }
+    events.extend(
+        CoveragePoint::ALL
+            .iter()
+            .map(|&point| LeaseEvent::Coverage { point }),
+    );
     events
 }
 

@@ -80,6 +80,7 @@ fn corpus() -> Corpus {
         scenario_hash: leasehold::lease_job::scenario_hash(&scn),
         variant: "no-self-fencing".into(),
         checked_determinism: false,
+        coverage: None,
     };
     let mut results = Vec::new();
     for seed in [1, 2] {
@@ -90,6 +91,7 @@ fn corpus() -> Corpus {
             wall_us: 10,
             events_simulated: outcome.events(),
             sim_time_us: outcome.sim_time_us(),
+            coverage: outcome.coverage.clone(),
         };
         let replay =
             leasehold::replay_command(Path::new("scenarios/gc-pause-zombie.json"), seed, variant);

@@ -19,6 +19,7 @@ fn seeds() -> u64 {
 fn correct_protocol_passes_every_scenario_and_every_fault_kind_is_drawn() {
     let n = seeds();
     let mut coverage: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut points = leasehold::coverage::CoverageTally::new();
     let mut checked = 0;
     for (name, scn) in all_scenarios() {
         if !scn.scenario.expected_violations.is_empty() {
@@ -36,6 +37,7 @@ fn correct_protocol_passes_every_scenario_and_every_fault_kind_is_drawn() {
             for (kind, count) in &o.fault_kinds {
                 *coverage.entry(kind).or_insert(0) += count;
             }
+            points.add(&o.coverage, scn.scenario.protocol.heartbeat_mode);
         }
         checked += 1;
     }
@@ -71,6 +73,27 @@ fn correct_protocol_passes_every_scenario_and_every_fault_kind_is_drawn() {
             coverage.get(kind).copied().unwrap_or(0) > 0,
             "fault kind {kind} was never drawn"
         );
+    }
+    // The shipped scenarios together reach every named coverage point, in
+    // both heartbeat modes; issue 42's rare recovery paths with counts.
+    for line in points.report_lines(false) {
+        println!("{line}");
+    }
+    assert_eq!(
+        points.modes.len(),
+        2,
+        "both heartbeat modes: {:?}",
+        points.modes
+    );
+    if n >= 1000 {
+        let unreached = points.unreached();
+        assert!(
+            unreached.is_empty(),
+            "coverage points no shipped scenario reached in {n} seeds each: {:?}",
+            unreached.iter().map(|p| p.name()).collect::<Vec<_>>()
+        );
+    } else {
+        println!("(LEASEHOLD_TEST_SEEDS={n}: every point is required at 1,000 seeds)");
     }
 }
 

@@ -1,6 +1,6 @@
 use super::{EXIT_OK, EXIT_VIOLATION, bad_input, parse_variant};
 use leasehold::Scenario;
-use leasehold::hunt::{HuntResult, HuntScenario, hunt};
+use leasehold::hunt::{HuntOptions, HuntResult, HuntScenario, hunt_with};
 use leasehold::replay_command;
 use leasehold::sweep_args::parse_jobs;
 use leasehold::sweep_engine::default_jobs;
@@ -18,6 +18,13 @@ pub struct HuntArgs<'a> {
     pub json: bool,
     pub markdown: Option<&'a Path>,
     pub max_memory: Option<&'a str>,
+    /// Guided hunting with this seed (`--guided`, `--guided-seed`).
+    pub guided: Option<u64>,
+    /// Report the coverage points the hunt's runs reached.
+    pub coverage: bool,
+    /// Where a guided hunt writes a failure file for each failure found
+    /// by a mutated plan (which no seed alone replays).
+    pub failures_dir: Option<&'a Path>,
 }
 
 pub fn run(args: HuntArgs<'_>) -> u8 {
@@ -80,6 +87,16 @@ pub fn run(args: HuntArgs<'_>) -> u8 {
     if let Err(code) = check_hunt_memory(&scenarios, jobs, args.max_memory) {
         return code;
     }
+    if let Some(dir) = args.failures_dir {
+        if args.guided.is_none() {
+            return bad_input(
+                "--failures-dir: only a guided hunt (--guided) finds failures no seed replays",
+            );
+        }
+        if let Err(e) = super::writable_dir(dir) {
+            return bad_input(format!("--failures-dir {}: {e}", dir.display()));
+        }
+    }
     // Checked before the hunt, which may take minutes, not after it.
     // The scenario files are inputs too: the table must not overwrite one.
     if let Some(path) = args.markdown {
@@ -89,16 +106,57 @@ pub fn run(args: HuntArgs<'_>) -> u8 {
         }
     }
     let started = Instant::now();
-    let results = hunt(&scenarios, &variants, args.budget, jobs);
+    let options = HuntOptions {
+        guided: args.guided,
+    };
+    let report = hunt_with(&scenarios, &variants, args.budget, jobs, options);
+    let results = report.results;
     let elapsed_s = started.elapsed().as_secs_f64();
     let runs: u64 = results.iter().map(|r| r.runs).sum();
+    // Failures found by mutated plans, kept as files that replay them.
+    let mut written: Vec<Option<PathBuf>> = vec![None; results.len()];
+    if let Some(dir) = args.failures_dir {
+        for (r, slot) in results.iter().zip(written.iter_mut()) {
+            let (Some(f), Some(seed)) = (&r.failure, r.seed) else {
+                continue;
+            };
+            let scenario = r.scenario.as_deref().unwrap_or("scenario");
+            let path = dir.join(format!(
+                "{}-seed{seed}-{}-guided.failure.json",
+                scenario.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "_"),
+                r.variant
+            ));
+            if let Err(e) = super::shrink::write_failure_file(&path, f) {
+                return bad_input(format!("--failures-dir {}: {e}", path.display()));
+            }
+            *slot = Some(path);
+        }
+    }
     if args.json {
-        println!(
-            "{}",
-            serde_json::json!({ "variants": results, "budget": args.budget, "runs": runs, "elapsed_s": elapsed_s })
-        );
+        let mut value = serde_json::json!({ "variants": results, "budget": args.budget, "runs": runs, "elapsed_s": elapsed_s });
+        if let Some(seed) = args.guided {
+            value["guided"] = serde_json::json!({
+                "seed": seed,
+                "corpus_added": report.corpus_added,
+            });
+        }
+        if args.coverage {
+            value["coverage"] = report.coverage.to_json();
+        }
+        println!("{value}");
     } else {
-        print_table(&results);
+        print_table(&results, &written);
+        if args.coverage {
+            for line in report.coverage.report_lines(false) {
+                println!("{line}");
+            }
+        }
+        if let Some(seed) = args.guided {
+            println!(
+                "guided (seed {seed}): {} inputs joined a corpus for new coverage",
+                report.corpus_added
+            );
+        }
         println!(
             "{} runs in {elapsed_s:.1} s ({:.1} runs/s), budget {} seeds per scenario, {} scenarios",
             runs,
@@ -160,19 +218,25 @@ fn check_hunt_memory(
     super::check_memory(flag, estimate, &what)
 }
 
-fn replay_of(r: &HuntResult) -> String {
+fn replay_of(r: &HuntResult, written: Option<&Path>) -> String {
+    if r.mutated {
+        return match written {
+            Some(path) => format!("leasehold replay {}", leasehold::shell_word(path)),
+            None => "(a mutated plan: --failures-dir DIR keeps a file that replays it)".into(),
+        };
+    }
     match (&r.scenario_file, r.seed, Variant::from_name(&r.variant)) {
         (Some(file), Some(seed), Some(v)) => replay_command(file, seed, v),
         _ => "-".to_string(),
     }
 }
 
-fn print_table(results: &[HuntResult]) {
+fn print_table(results: &[HuntResult], written: &[Option<PathBuf>]) {
     println!(
         "{:<32} {:<7} {:>6}  {:<22} {:<6} {:<22} replay",
         "variant", "caught", "seeds", "scenario", "mode", "invariant"
     );
-    for r in results {
+    for (r, written) in results.iter().zip(written) {
         let caught = match (r.variant == Variant::Correct.name(), r.caught) {
             (true, false) => "clean",
             (true, true) => "FAILED",
@@ -188,7 +252,11 @@ fn print_table(results: &[HuntResult]) {
             r.scenario.as_deref().unwrap_or("-"),
             r.mode.as_deref().unwrap_or("-"),
             r.invariant.as_deref().unwrap_or("-"),
-            if r.caught { replay_of(r) } else { "-".into() }
+            if r.caught {
+                replay_of(r, written.as_deref())
+            } else {
+                "-".into()
+            }
         );
     }
 }

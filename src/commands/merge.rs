@@ -3,6 +3,7 @@
 //! per scenario and variant, shaped like `sweep`'s.
 
 use super::{EXIT_OK, EXIT_VIOLATION, bad_input};
+use leasehold::coverage::CoverageTally;
 use leasehold::lease_job::DETERMINISM;
 use leasehold::results_file::{ResultLine, read_results};
 use leasehold::seeds::SeedRange;
@@ -26,6 +27,11 @@ pub struct MergeArgs {
     /// Write a JUnit XML report (one test case per scenario and variant).
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Exit 1 if a named coverage point stays unreached over every line
+    /// (the lines `sweep --coverage --out` writes); files with no coverage
+    /// at all are bad input.
+    #[arg(long)]
+    pub require_coverage: bool,
 }
 
 /// Where a line came from, for messages.
@@ -151,9 +157,14 @@ pub fn merge(args: &MergeArgs) -> u8 {
         eprintln!("{note}");
     }
     let (mut total_seeds, mut total_events, mut total_wall_us) = (0u64, 0u64, 0u64);
+    // Over every seed once (a seed in two shards counts once).
+    let mut coverage = CoverageTally::new();
     for ((scenario, variant), group) in &groups {
         let mut summary = SweepSummary::new(scenario, variant);
         for (line, _) in group.seeds.values() {
+            if let Some(c) = &line.coverage {
+                coverage.add_line(c);
+            }
             let mut result = line.result();
             if let Some(message) = group.diverged.get(&line.seed) {
                 result.invariants.push(DETERMINISM.to_string());
@@ -191,6 +202,13 @@ pub fn merge(args: &MergeArgs) -> u8 {
         summaries.push((summary, Duration::from_micros(group.wall_us)));
     }
     let failed: u64 = summaries.iter().map(|(s, _)| s.failed()).sum();
+    let with_coverage = coverage.runs > 0;
+    if args.require_coverage && !with_coverage {
+        return bad_input(
+            "--require-coverage: no result line carries coverage (sweep with --coverage --out)",
+        );
+    }
+    let unreached = coverage.unreached();
     // Throughput of the runs themselves: seeds per second of one job.
     let run_s = total_wall_us as f64 / 1e6;
     let seeds_per_sec = total_seeds as f64 / run_s.max(1e-9);
@@ -218,6 +236,7 @@ pub fn merge(args: &MergeArgs) -> u8 {
             "seeds_per_sec": seeds_per_sec,
             "events_per_sec": events_per_sec,
             "run_s": run_s,
+            "coverage": with_coverage.then(|| coverage.to_json()),
         });
         if let (Some(range), true) = (expect, groups.is_empty()) {
             value["missing_seeds"] =
@@ -250,11 +269,32 @@ pub fn merge(args: &MergeArgs) -> u8 {
                 summary.failed()
             );
         }
+        if with_coverage {
+            println!(
+                "coverage of the {} seeds swept with --coverage:",
+                coverage.runs
+            );
+            for line in coverage.report_lines(false) {
+                println!("{line}");
+            }
+        }
         println!(
             "total: {total_seeds} seeds, {failed} failed; {:.1} s of runs, {seeds_per_sec:.1} seeds/s and {:.2} M events/s per job",
             run_s,
             events_per_sec / 1e6
         );
+    }
+    if args.require_coverage && !unreached.is_empty() {
+        eprintln!(
+            "UNREACHED: {} coverage point(s) no seed reached: {}",
+            unreached.len(),
+            unreached
+                .iter()
+                .map(|p| p.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        return EXIT_VIOLATION;
     }
     if failed == 0 && incomplete.is_empty() {
         EXIT_OK

@@ -17,6 +17,7 @@ macro_rules! println {
 }
 
 pub mod chart;
+pub mod coverage;
 pub mod explain;
 pub mod export;
 pub mod hunt;

@@ -4,6 +4,7 @@
 use super::progress::{ProgressMode, ProgressReporter};
 use super::shrink::{failure_file_name, write_failure_file};
 use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_run_inputs};
+use leasehold::coverage::CoverageTally;
 use leasehold::lease_job::{LeaseJob, TimedSeedResult, replay_command, scenario_hash};
 use leasehold::measure::{self, Throughput};
 use leasehold::results_file::{
@@ -83,6 +84,11 @@ pub struct SweepArgs {
     /// memory]
     #[arg(long, value_name = "SIZE")]
     pub max_memory: Option<String>,
+    /// Report the coverage points the seeds reached (and the named ones no
+    /// seed reached); with --out, each line carries its seed's points, so
+    /// `merge` can sum them over shards.
+    #[arg(long)]
+    pub coverage: bool,
 }
 
 /// Every input, checked before anything runs.
@@ -205,6 +211,9 @@ struct CliSink<'a> {
     throughput: Throughput,
     json: bool,
     progress: ProgressReporter,
+    /// `--coverage`: the points of the committed (and resumed) seeds.
+    coverage: Option<CoverageTally>,
+    mode: leasehold_protocol::HeartbeatMode,
 }
 
 impl SweepSink<TimedSeedResult> for CliSink<'_> {
@@ -221,6 +230,9 @@ impl SweepSink<TimedSeedResult> for CliSink<'_> {
     }
 
     fn committed(&mut self, seed: u64, output: TimedSeedResult) {
+        if let Some(tally) = &mut self.coverage {
+            tally.add(&output.coverage, self.mode);
+        }
         self.summary.add(&output.result, || {
             replay_command(self.scenario_path, seed, self.variant)
         });
@@ -285,6 +297,9 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         scenario_hash: scenario_hash(&scn),
         variant: variant.name().to_string(),
         checked_determinism: args.check_determinism,
+        coverage: args
+            .coverage
+            .then_some(scn.scenario.protocol.heartbeat_mode),
     };
     let mut summary = SweepSummary::new(scn.name(), variant.name());
     let mut resumed: BTreeMap<u64, ResultLine> = BTreeMap::new();
@@ -313,10 +328,23 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             Err(e) => return bad_input(format!("--out {e}")),
         }
     }
+    let mut coverage = args.coverage.then(CoverageTally::new);
+    let mut resumed_without_coverage = 0u64;
     for line in resumed.values() {
         summary.add(&line.result(), || {
             replay_command(&args.scenario, line.seed, variant)
         });
+        if let Some(tally) = &mut coverage {
+            match &line.coverage {
+                Some(c) => tally.add_line(c),
+                None => resumed_without_coverage += 1,
+            }
+        }
+    }
+    if resumed_without_coverage > 0 && !args.json {
+        println!(
+            "note: {resumed_without_coverage} resumed seeds were swept without --coverage: their points are not counted"
+        );
     }
     let shard_len = plan.shard.len(&plan.range);
     if shard_len == 0 {
@@ -365,6 +393,8 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         throughput: Throughput::default(),
         json: args.json,
         progress: ProgressReporter::new(args.progress, seeds_to_run, plan.progress_every),
+        coverage,
+        mode: scn.scenario.protocol.heartbeat_mode,
     };
     let run = run_sweep(&job, seeds, seeds_to_run, &options, &mut sink);
     sink.progress.finish();
@@ -372,6 +402,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         summary,
         write_error,
         mut throughput,
+        coverage,
         ..
     } = sink;
     if let Some(e) = write_error {
@@ -438,6 +469,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
                 "sim_time_s": throughput.sim_time_us as f64 / 1e6,
                 "time_compression": throughput.time_compression(),
                 "peak_rss_bytes": peak_rss_bytes,
+                "coverage": coverage.as_ref().map(CoverageTally::to_json),
             })
         );
     } else {
@@ -467,6 +499,11 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             throughput.events_per_sec() / 1e6,
             measure::fmt_compression_and_memory(throughput.time_compression(), peak_rss_bytes)
         );
+        if let Some(tally) = &coverage {
+            for line in tally.report_lines(true) {
+                println!("{line}");
+            }
+        }
     }
     if args.shrink && !summary.ok() {
         shrink_failures(&args.shrink_dir, &scn, variant, summary.failures.keys());

@@ -1,6 +1,7 @@
 //! What the protocol reports about itself, for timelines and reports.
 //! Checkers do not trust these: they judge the store history and the ledger.
 
+use crate::coverage::CoveragePoint;
 use crate::docs::{Owner, Pack, PackIds, TaskId};
 use serde::{Deserialize, Serialize};
 use std::hash::{Hash, Hasher};
@@ -74,6 +75,20 @@ pub enum LeaseEvent {
         owner: Owner,
         epoch: u64,
     },
+    /// The node reached a coverage point (see `coverage`). An annotation:
+    /// it reports where the run went and changes nothing the node does.
+    Coverage {
+        point: CoveragePoint,
+    },
+}
+
+impl LeaseEvent {
+    /// Whether this event is a coverage annotation (see
+    /// `leasehold_sim::Node::is_annotation`).
+    #[inline(always)]
+    pub fn is_coverage(&self) -> bool {
+        matches!(self, LeaseEvent::Coverage { .. })
+    }
 }
 
 /// Why a worker stopped all work.
@@ -157,6 +172,7 @@ impl Hash for LeaseEvent {
                 .owner(owner)
                 .u64(epoch)
                 .write(state),
+            LeaseEvent::Coverage { point } => Pack::<2>::new().u8(12).u8(point as u8).write(state),
         }
     }
 }

@@ -16,6 +16,7 @@
 //! simulator.
 
 pub mod config;
+pub mod coverage;
 pub mod docs;
 pub mod events;
 mod outbox;
@@ -25,6 +26,7 @@ pub mod variant;
 pub mod worker;
 
 pub use config::{ConfigError, HeartbeatMode, ProtocolConfig};
+pub use coverage::CoveragePoint;
 pub use docs::{
     DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId, TaskLeaseDoc, TaskState,
     task_write,

@@ -171,6 +171,14 @@ impl<P: Copy> Outbox<P> {
         self.push(Output::Event(event));
     }
 
+    /// Report a coverage point. Out of line and cold: every point sits on
+    /// a rare path, and its call site keeps no more than a call.
+    #[cold]
+    #[inline(never)]
+    pub fn cover(&mut self, point: crate::CoveragePoint) {
+        self.push(Output::Event(LeaseEvent::Coverage { point }));
+    }
+
     pub fn exit(&mut self) {
         self.push(Output::Exit);
     }

@@ -19,6 +19,7 @@
 mod task_lease;
 
 use crate::config::{HeartbeatMode, ProtocolConfig};
+use crate::coverage::CoveragePoint;
 use crate::docs::{DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId, TaskState};
 use crate::events::LeaseEvent;
 use crate::outbox::Outbox;
@@ -34,7 +35,11 @@ const MAX_LIST_ROUNDS: u32 = 64;
 
 #[derive(Clone, Copy, Debug)]
 enum Purpose {
-    ScanMembers,
+    /// `first`: the scan's first page (a continuation from it is a
+    /// coverage point, counted once per scan).
+    ScanMembers {
+        first: bool,
+    },
     MarkDead {
         owner: Owner,
     },
@@ -48,7 +53,9 @@ enum Purpose {
         owner: Owner,
     },
     /// A page of the whole ownership index, looking for orphans.
-    SweepOwned,
+    SweepOwned {
+        first: bool,
+    },
     /// Is the owner of a task listed in the ownership index still registered?
     CheckOwner {
         owner: Owner,
@@ -247,13 +254,15 @@ impl Reclaimer {
     }
 
     fn scan_members(&mut self, now: Instant, start: DocKey) {
+        let first = start == self.scan_range().0;
         self.scan_in_flight = true;
         let op = StoreRequest::Scan {
             start,
             end: self.scan_range().1,
             limit: self.cfg.scan_page_size,
         };
-        self.out.store(op, Purpose::ScanMembers, self.deadline(now));
+        self.out
+            .store(op, Purpose::ScanMembers { first }, self.deadline(now));
     }
 
     fn finish_scan(&mut self) {
@@ -268,7 +277,7 @@ impl Reclaimer {
     fn on_timeout(&mut self, now: Instant, purpose: Purpose) {
         match purpose {
             // Every step is re-derived from the store at the next scan.
-            Purpose::ScanMembers | Purpose::SweepOwned => self.finish_scan(),
+            Purpose::ScanMembers { .. } | Purpose::SweepOwned { .. } => self.finish_scan(),
             Purpose::CheckOwner { .. } | Purpose::RequeueOrphan => {}
             Purpose::MarkDead { owner } => {
                 self.marking.remove(&owner);
@@ -286,7 +295,7 @@ impl Reclaimer {
 
     fn on_reply(&mut self, now: Instant, purpose: Purpose, reply: &StoreReply<DocKey, DocValue>) {
         match purpose {
-            Purpose::ScanMembers => match reply {
+            Purpose::ScanMembers { first } => match reply {
                 StoreReply::Scanned { docs, more } => {
                     // Planted bug `scan-first-page-only`: never page on.
                     let more = *more && self.cfg.variant != Variant::ScanFirstPageOnly;
@@ -296,18 +305,28 @@ impl Reclaimer {
                         self.consider_task_lease(now, doc);
                     }
                     match (more, last) {
-                        (true, Some(DocKey::Member { owner })) => self.scan_members(
-                            now,
-                            DocKey::Member {
-                                owner: successor(owner),
-                            },
-                        ),
-                        (true, Some(DocKey::TaskLease { task })) => self.scan_members(
-                            now,
-                            DocKey::TaskLease {
-                                task: TaskId(task.0 + 1),
-                            },
-                        ),
+                        (true, Some(DocKey::Member { owner })) => {
+                            if first {
+                                self.out.cover(CoveragePoint::MemberScanNextPage);
+                            }
+                            self.scan_members(
+                                now,
+                                DocKey::Member {
+                                    owner: successor(owner),
+                                },
+                            )
+                        }
+                        (true, Some(DocKey::TaskLease { task })) => {
+                            if first {
+                                self.out.cover(CoveragePoint::LeaseScanNextPage);
+                            }
+                            self.scan_members(
+                                now,
+                                DocKey::TaskLease {
+                                    task: TaskId(task.0 + 1),
+                                },
+                            )
+                        }
                         _ => {
                             // Forget workers whose documents are gone, so
                             // memory follows the live fleet.
@@ -344,22 +363,36 @@ impl Reclaimer {
                 }
                 // A conflict means it renewed or another reclaimer got there
                 // first; the next scan sees which.
+                if let StoreReply::Conflict { .. } = reply {
+                    self.out.cover(CoveragePoint::MarkDeadLostRace);
+                }
             }
             Purpose::ListOwned { owner } => match reply {
-                StoreReply::Scanned { docs, .. } => self.requeue_page(now, owner, docs),
+                StoreReply::Scanned { docs, more } => {
+                    // Once per job: its first listing showed more.
+                    if *more && self.jobs.get(&owner).is_some_and(|j| j.rounds == 1) {
+                        self.out.cover(CoveragePoint::OwnedListingNextPage);
+                    }
+                    self.requeue_page(now, owner, docs)
+                }
                 _ => {
                     self.jobs.remove(&owner);
                 }
             },
             // Written or refused, the next listing shows what is left.
-            Purpose::Requeue { owner } => self.requeue_settled(now, owner),
+            Purpose::Requeue { owner } => {
+                if let StoreReply::Conflict { current: Some(doc) } = reply {
+                    self.cover_requeue_conflict(owner, doc);
+                }
+                self.requeue_settled(now, owner)
+            }
             Purpose::DeleteMember { owner } => {
                 self.jobs.remove(&owner);
                 if let StoreReply::Deleted = reply {
                     self.out.event(LeaseEvent::ReclaimFinished { owner });
                 }
             }
-            Purpose::SweepOwned => match reply {
+            Purpose::SweepOwned { first } => match reply {
                 StoreReply::Scanned { docs, more } => {
                     for doc in docs {
                         self.consider_owned(now, doc);
@@ -375,6 +408,9 @@ impl Reclaimer {
                                 owner,
                                 task: TaskId(task.0 + 1),
                             };
+                            if first {
+                                self.out.cover(CoveragePoint::OrphanSweepNextPage);
+                            }
                             self.sweep_owned(now, next);
                         }
                         _ => self.finish_scan(),
@@ -392,6 +428,7 @@ impl Reclaimer {
                 // owner has no document left belongs to a reclaimed (deleted)
                 // incarnation: its claim landed late, after the reclaim.
                 if let StoreReply::Got { doc: None } = reply {
+                    self.out.cover(CoveragePoint::OrphanRequeued);
                     self.send_requeue(now, task, version, &doc, owner, Purpose::RequeueOrphan);
                 }
             }
@@ -407,6 +444,7 @@ impl Reclaimer {
     /// grows with the fleet's capacity, not with the workload) for tasks
     /// whose owner is no longer registered.
     fn sweep_owned(&mut self, now: Instant, start: DocKey) {
+        let first = start == DocKey::owned_range(Owner::MIN).0;
         let op = StoreRequest::ScanIndex {
             start,
             end: DocKey::owned_range(Owner {
@@ -416,7 +454,8 @@ impl Reclaimer {
             .1,
             limit: self.cfg.scan_page_size,
         };
-        self.out.store(op, Purpose::SweepOwned, self.deadline(now));
+        self.out
+            .store(op, Purpose::SweepOwned { first }, self.deadline(now));
     }
 
     fn consider_owned(&mut self, now: Instant, doc: &Document<DocKey, DocValue>) {
@@ -528,6 +567,10 @@ impl Reclaimer {
                 let skip = self.cfg.variant == Variant::SkipDeadOnRestart
                     && !self.declared_by_me.contains(&owner);
                 if !skip && !self.jobs.contains_key(&owner) {
+                    if self.incarnation > 1 && !self.declared_by_me.contains(&owner) {
+                        self.out
+                            .cover(CoveragePoint::ReclaimResumedByFreshIncarnation);
+                    }
                     self.start_job(now, owner, doc.version);
                 }
             }
@@ -662,6 +705,20 @@ impl Reclaimer {
         if sent == 0 {
             // The index listed documents that moved on meanwhile; list again.
             self.list_owned(now, owner);
+        }
+    }
+
+    /// A re-queue of `owner`'s task conflicted with `doc`: which race it
+    /// lost, if one worth naming.
+    #[cold]
+    fn cover_requeue_conflict(&mut self, owner: Owner, doc: &Document<DocKey, DocValue>) {
+        let Some(t) = doc.value.as_task() else {
+            return;
+        };
+        if t.state == TaskState::Done {
+            self.out.cover(CoveragePoint::RequeueLostToCompletion);
+        } else if t.state == TaskState::Running && t.owner == Some(owner) {
+            self.out.cover(CoveragePoint::RequeueLostToProgress);
         }
     }
 

@@ -6,6 +6,7 @@
 mod task_lease;
 
 use crate::config::{HeartbeatMode, ProtocolConfig};
+use crate::coverage::CoveragePoint;
 use crate::docs::{DocKey, DocValue, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId, TaskState};
 use crate::events::{FenceCause, LeaseEvent};
 use crate::outbox::Outbox;
@@ -868,6 +869,12 @@ impl Worker {
 
     /// Stop all work for good; the host restarts us as a new incarnation.
     fn stop(&mut self, cause: FenceCause) {
+        // A correct worker fences itself before any correct reclaimer can
+        // declare it dead (acts-within-lease), so finding itself declared
+        // dead is no point the correct protocol reaches.
+        if cause == FenceCause::LeaseExpired {
+            self.out.cover(CoveragePoint::WorkerSelfFenced);
+        }
         self.out.event(LeaseEvent::Fenced {
             owner: self.me,
             lease_lost: true,
@@ -1124,6 +1131,7 @@ impl Worker {
             Purpose::Claim { task, .. } => {
                 // Did our claim land? Ask rather than guess: a lost (or merely
                 // slow) claim must not strand a task we own while we live.
+                self.out.cover(CoveragePoint::ClaimInDoubt);
                 let doubt = self.doubtful.get_mut(&task).expect("claims are tracked");
                 doubt.in_doubt = true;
                 recheck_later(&mut self.due_from, doubt, now);
@@ -1147,6 +1155,7 @@ impl Worker {
                         run,
                         Wait::RetryEffectAt(now),
                     );
+                    self.out.cover(CoveragePoint::EffectTimeoutRetried);
                 }
             }
             Purpose::CompletionCheck { task, .. } => {
@@ -1171,6 +1180,7 @@ impl Worker {
                         run,
                         Wait::RetryProgressAt(now),
                     );
+                    self.out.cover(CoveragePoint::ProgressTimeoutRetried);
                 }
             }
             Purpose::LeaseCreate { .. } | Purpose::LeaseRenew { .. } | Purpose::LeaseRelease => {
@@ -1199,6 +1209,7 @@ impl Worker {
                     // This attempt was refused, but an earlier copy of the
                     // same claim (before a re-send) may still be on its way:
                     // stay in doubt until the task document says.
+                    self.out.cover(CoveragePoint::ClaimRefusedInDoubt);
                     let mut doubt = Doubt {
                         in_doubt: true,
                         ..doubt
@@ -1259,6 +1270,7 @@ impl Worker {
             {
                 // Any earlier attempt may be the one that landed.
                 assert!(self.register_sent, "registration was sent");
+                self.out.cover(CoveragePoint::RegisterConflictWasOurs);
                 (version, self.first_register_at)
             }
             StoreReply::Conflict { .. } => {
@@ -1295,6 +1307,7 @@ impl Worker {
                         // not know when it was sent, so do not extend the
                         // lease; adopt the version and renew again now.
                         let doc = current.as_ref().expect("matched");
+                        self.out.cover(CoveragePoint::HeartbeatAdoptedOwnBeat);
                         self.member_version = doc.version;
                         self.beats = m.beats;
                         self.next_heartbeat_at = now;
@@ -1417,6 +1430,7 @@ impl Worker {
         });
         match (mine, doc) {
             (Some((claimed, version)), _) => {
+                self.out.cover(CoveragePoint::DoubtfulClaimWasOurs);
                 self.remove_doubt(task);
                 self.start_run(now, task, claimed, version);
             }
@@ -1430,10 +1444,12 @@ impl Worker {
                 if self.task_mode() && !self.task_lease_alive(now, task, doubt.claimed.epoch) {
                     return; // the lease lapsed: the reclaimer cleans up
                 }
+                self.out.cover(CoveragePoint::DoubtfulClaimResent);
                 self.send_claim(now, task, doubt.claimed, doubt.expected);
             }
             // Someone else moved it: our claim's condition can never hold.
             _ => {
+                self.out.cover(CoveragePoint::DoubtfulClaimMovedOn);
                 self.remove_doubt(task);
             }
         }
@@ -1488,6 +1504,7 @@ impl Worker {
                 if self.my_claim(doc, claimed.epoch).is_some()
                     && self.variant() != Variant::ClaimAckLost =>
             {
+                self.out.cover(CoveragePoint::ClaimConflictWasOurs);
                 self.claim_retries = 0;
                 self.idle_poll_ms = self.cfg.poll_interval_ms;
                 let mine = self.my_claim(doc, claimed.epoch).expect("checked");
@@ -1539,6 +1556,7 @@ impl Worker {
         if self.task_mode() && !self.task_lease_alive(now, task, doc.epoch) {
             // The claim landed but its lease may have lapsed meanwhile: never
             // act on it; the reclaimer re-queues it once the lease expires.
+            self.out.cover(CoveragePoint::ClaimLandedLeaseLapsed);
             self.leases.remove(&task);
             return;
         }
@@ -1791,6 +1809,9 @@ impl Worker {
         };
         match reply {
             EffectReply::Applied | EffectReply::Deduplicated => {
+                if reply == EffectReply::Deduplicated {
+                    self.out.cover(CoveragePoint::EffectDeduplicated);
+                }
                 if self.variant() == Variant::ProgressBeforeEffect {
                     self.next_step(now, task, at);
                 } else {
@@ -1800,6 +1821,7 @@ impl Worker {
             // The service has seen a newer epoch: the task moved on.
             EffectReply::RejectedStale => self.abandon(task),
             EffectReply::Failed => {
+                self.out.cover(CoveragePoint::EffectFailedRetried);
                 let run = self.runs.entry_at_mut(at).1;
                 let retry_at = now.plus_ms(self.cfg.retry_backoff_ms);
                 set_retry(
@@ -1881,6 +1903,7 @@ impl Worker {
                     t.owner == Some(self.me) && t.epoch == epoch && t.steps_done == step + 1
                 }) =>
             {
+                self.out.cover(CoveragePoint::ProgressConflictWasOurs);
                 Some(doc.version)
             }
             StoreReply::Conflict { .. } => {

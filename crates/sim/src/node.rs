@@ -37,6 +37,15 @@ pub trait Node {
 
     /// The local time at which the node wants a `Timeout` input, if any.
     fn poll_timeout(&self) -> Option<Instant>;
+
+    /// Whether `event` is an annotation (a coverage note): it reports
+    /// where the run went and is not an output a fault can cut. A step
+    /// that a crash or a pause cuts short records its annotations at once
+    /// and counts only its other outputs, so a note never moves where a
+    /// fault falls (what a step's output count decides). None by default.
+    fn is_annotation(_event: &Self::Event) -> bool {
+        false
+    }
 }
 
 /// What the simulator needs to know about a node besides its code.

@@ -1150,6 +1150,12 @@ impl<N: Node> Simulation<N> {
         observer: &mut O,
     ) {
         let now_us = self.now_us;
+        if out
+            .iter()
+            .any(|o| matches!(o, Output::Event(e) if N::is_annotation(e)))
+        {
+            self.record_annotations(node, incarnation, out, observer);
+        }
         let of = out.len() as u32;
         let (leave, after) = match fault {
             StepFault::CrashBetweenOutputs {
@@ -1189,6 +1195,36 @@ impl<N: Node> Simulation<N> {
             out,
             observer,
         );
+    }
+
+    /// A cut step's annotations, recorded now and taken out of its outputs
+    /// (see `Node::is_annotation`): the cut counts only the others.
+    #[cold]
+    #[inline(never)]
+    fn record_annotations<O: Observer<N::Key, N::Value, N::Event>>(
+        &mut self,
+        node: NodeId,
+        incarnation: u32,
+        out: &mut Outputs<N>,
+        observer: &mut O,
+    ) {
+        for output in out.iter() {
+            if let Output::Event(event) = output
+                && N::is_annotation(event)
+            {
+                emit(
+                    &mut self.hasher,
+                    observer,
+                    self.now_us,
+                    RecordKind::Event {
+                        node,
+                        incarnation,
+                        event,
+                    },
+                );
+            }
+        }
+        out.retain(|o| !matches!(o, Output::Event(e) if N::is_annotation(e)));
     }
 
     /// The end of a step that a fault cut short: a crash between its
@@ -2186,5 +2222,140 @@ mod tests {
             reference(&record, &mut all_b);
         }
         assert_eq!(all_a.digest(), all_b.digest());
+    }
+
+    /// A node that, on its first step, asks the store for keys 1 to 4,
+    /// each request after an event (`Some(offset)`: the event is `offset`
+    /// plus the key) or none (`None`).
+    struct Asker {
+        events: Option<u64>,
+    }
+
+    /// Events at or above this are annotations.
+    const NOTE: u64 = 1_000;
+
+    impl Node for Asker {
+        type Key = u32;
+        type Value = u64;
+        type Event = u64;
+
+        fn step(
+            &mut self,
+            _now: leasehold_interface::LocalTime,
+            input: &leasehold_interface::Input<u32, u64>,
+            out: &mut Outputs<Self>,
+        ) {
+            if let leasehold_interface::Input::Start = input {
+                for key in 1..=4u32 {
+                    if let Some(offset) = self.events {
+                        out.push(Output::Event(offset + u64::from(key)));
+                    }
+                    out.push(Output::Store {
+                        request: RequestId(u64::from(key)),
+                        op: StoreRequest::Get { key },
+                    });
+                }
+            }
+        }
+
+        fn poll_timeout(&self) -> Option<Instant> {
+            None
+        }
+
+        fn is_annotation(event: &u64) -> bool {
+            *event >= NOTE
+        }
+    }
+
+    /// The keys the store was asked for before the first restart, and the
+    /// annotations recorded.
+    #[derive(Default)]
+    struct Asked {
+        keys: Vec<u32>,
+        notes: Vec<u64>,
+        restarted: bool,
+    }
+
+    impl Observer<u32, u64, u64> for Asked {
+        fn record(&mut self, record: &Record<'_, u32, u64, u64>) {
+            match record.kind {
+                RecordKind::Store {
+                    op: StoreRequest::Get { key },
+                    ..
+                } if !self.restarted => self.keys.push(*key),
+                RecordKind::Event { event, .. } if *event >= NOTE => self.notes.push(*event),
+                RecordKind::Fault(Fault::Restart { .. }) => self.restarted = true,
+                _ => {}
+            }
+        }
+    }
+
+    fn asked(events: Option<u64>, fault: Fault) -> Asked {
+        let config = SimConfig {
+            network: NetworkSpec {
+                latency_us_min: 1_000,
+                latency_us_max: 1_000,
+            },
+            fault_phase_end_us: 1_000_000,
+            faults: FaultSource::Plan(FaultPlan {
+                faults: vec![fault],
+            }),
+            exit_restart_us_min: 1_000,
+            exit_restart_us_max: 1_000,
+            limits: RunLimits {
+                max_sim_time_us: 10_000_000,
+                max_events: 1_000,
+                max_queue_len: 1_000,
+            },
+        };
+        let mut sim: Simulation<Asker> =
+            Simulation::new(config, 1, Box::new(move |_, _| Asker { events }));
+        sim.add_node(NodeSpec {
+            name: "asker".into(),
+            crashable: true,
+            pausable: true,
+            clock: LocalClock::default(),
+            boot_at_ms: 0,
+            stream_id: 0,
+        });
+        let mut seen = Asked::default();
+        sim.run(&mut seen);
+        seen
+    }
+
+    /// An annotation is no output a fault can cut: a crash or a pause
+    /// between outputs lets the same requests leave as from a node that
+    /// made no annotation (what the step's output count decides would
+    /// otherwise move), and every annotation of the step is recorded.
+    #[test]
+    fn annotations_never_move_where_a_fault_cuts_a_step() {
+        for emitted in 0..4u32 {
+            let crash = Fault::Crash {
+                node: NodeId(0),
+                node_step: 1,
+                point: CrashPoint::BetweenOutputs { emitted },
+                restart_after_us: 5_000_000,
+            };
+            let pause = Fault::Pause {
+                node: NodeId(0),
+                node_step: 1,
+                after_outputs: emitted,
+                duration_us: 100_000,
+            };
+            for fault in [crash, pause] {
+                let bare = asked(None, fault);
+                let noted = asked(Some(NOTE), fault);
+                assert_eq!(bare.keys, noted.keys, "{fault:?}");
+                assert!(bare.notes.is_empty());
+                assert_eq!(noted.notes[..4], [1_001, 1_002, 1_003, 1_004], "{fault:?}");
+            }
+            // Events that are not annotations count: the crash leaves after
+            // `emitted` outputs, half of them events (so a change that
+            // counted annotations would show above).
+            let bare = asked(None, crash);
+            let evented = asked(Some(0), crash);
+            assert_eq!(bare.keys, (1..=emitted).collect::<Vec<_>>());
+            assert_eq!(evented.keys, (1..=emitted / 2).collect::<Vec<_>>());
+        }
     }
 }

@@ -11,6 +11,7 @@
 //! any two steps leaves a `Dead` lease behind, which every later scan resumes.
 
 use super::{Observation, Purpose, Reclaimer};
+use crate::coverage::CoveragePoint;
 use crate::docs::{DocKey, DocValue, MemberStatus, TaskDoc, TaskId, TaskLeaseDoc, TaskState};
 use crate::events::LeaseEvent;
 use leasehold_interface::{Document, Instant, StoreReply, StoreRequest, Version};
@@ -65,6 +66,7 @@ impl Reclaimer {
         match lease.status {
             MemberStatus::Dead => {
                 if !self.leases.jobs.contains_key(&task) {
+                    self.out.cover(CoveragePoint::DeadLeaseResumed);
                     self.start_lease_job(now, task, *lease, doc.version);
                 }
             }
@@ -159,6 +161,7 @@ impl Reclaimer {
             value: DocValue::Task(voided),
             index: voided.index_key(task),
         };
+        self.out.cover(CoveragePoint::TaskClaimVoided);
         self.out.event(LeaseEvent::ClaimVoided {
             task,
             owner: lease.owner,
@@ -204,6 +207,9 @@ impl Reclaimer {
                 let lease = self.leases.marking.remove(&task).expect("marked");
                 // A conflict means it renewed or another reclaimer got there
                 // first; the next scan sees which.
+                if let StoreReply::Conflict { .. } = reply {
+                    self.out.cover(CoveragePoint::LeaseExpiryLostRace);
+                }
                 if let StoreReply::Written { version } = reply
                     && !self.leases.jobs.contains_key(&task)
                 {
@@ -245,7 +251,10 @@ impl Reclaimer {
                     // Done, or moved past this lease's epoch (re-queued,
                     // re-claimed, voided): no claim under this lease can land
                     // any more; nothing left but the lease itself.
-                    _ => self.delete_lease(now, task),
+                    _ => {
+                        self.out.cover(CoveragePoint::DeadLeaseTaskMovedOn);
+                        self.delete_lease(now, task)
+                    }
                 }
             }
             // A re-queue or a voided claim.
@@ -253,6 +262,9 @@ impl Reclaimer {
                 StoreReply::Written { .. } => self.delete_lease(now, task),
                 // The task moved meanwhile: the next scan re-reads it.
                 _ => {
+                    if let StoreReply::Conflict { .. } = reply {
+                        self.out.cover(CoveragePoint::LeasedRequeueLostRace);
+                    }
                     self.leases.jobs.remove(&task);
                 }
             },

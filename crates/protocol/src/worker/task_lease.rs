@@ -9,6 +9,7 @@
 //! worker-mode code path, unchanged.
 
 use super::{Claimed, Phase, Purpose, Worker};
+use crate::coverage::CoveragePoint;
 use crate::docs::{DocKey, DocValue, MemberStatus, TaskDoc, TaskId, TaskLeaseDoc};
 use crate::events::LeaseEvent;
 use crate::variant::Variant;
@@ -167,6 +168,7 @@ impl Worker {
             .map(|(task, _)| *task)
             .collect();
         for task in expired {
+            self.out.cover(CoveragePoint::TaskLeaseGivenUp);
             self.abandon(task);
         }
     }
@@ -269,6 +271,7 @@ impl Worker {
                             self.send_claim(now, task, claimed, task_version);
                         } else {
                             // Too late to claim safely; the reclaimer cleans up.
+                            self.out.cover(CoveragePoint::LeaseLandedTooLate);
                             self.leases.remove(&task);
                             self.poll_later(now);
                         }
@@ -287,6 +290,11 @@ impl Worker {
                     // in the store, and deleting it would hide that task
                     // from every reclaimer for good.
                     let released = self.releasing.remove(&task);
+                    self.out.cover(if released {
+                        CoveragePoint::RenewalReplyAfterRelease
+                    } else {
+                        CoveragePoint::RenewalReplyAfterGiveUp
+                    });
                     if released
                         && let StoreReply::Written { version } = reply
                         && !self.leases.contains_key(&task)
@@ -322,6 +330,7 @@ impl Worker {
                                 // An earlier, timed-out renewal of ours landed.
                                 // Its send time is unknown: adopt the version,
                                 // do not extend the lease, renew again now.
+                                self.out.cover(CoveragePoint::LeaseRenewalAdoptedOwnBeat);
                                 lease.version = version;
                                 lease.beats = l.beats;
                                 lease.next_renew_at = now;
