@@ -3,9 +3,9 @@
 //! until one fails; the correct protocol must survive the whole budget on
 //! every scenario.
 
-use crate::run::simulate;
+use crate::cost_budget::{COST_BUDGET, CostBudget};
 use crate::scenario::ValidScenario;
-use leasehold_check::Invariant;
+use crate::watchdog::{LeaseRun, LeaseWatch, simulate_watched};
 use leasehold_protocol::Variant;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -50,6 +50,44 @@ enum Job {
     Correct(usize),
 }
 
+/// What judges a hunt's runs besides the invariants.
+#[derive(Default)]
+pub struct HuntChecks<'a> {
+    /// Every run is made under this watch (see [`crate::watchdog`]).
+    pub watch: Option<&'a LeaseWatch<'a>>,
+    /// Each scenario's cost budget, in the order of the hunt's scenarios
+    /// (empty: none). A run over it fails as `cost-budget`.
+    pub cost_budgets: Vec<Option<CostBudget>>,
+}
+
+impl<'a> HuntChecks<'a> {
+    /// Run seed `seed` of scenario `k` under `variant`: the name of what it
+    /// failed first (an invariant, or `cost-budget`), if it failed.
+    fn failed(
+        &self,
+        scenarios: &'a [HuntScenario],
+        k: usize,
+        seed: u64,
+        variant: Variant,
+    ) -> Option<&'static str> {
+        let sc = &scenarios[k];
+        let run = LeaseRun {
+            file: &sc.file,
+            scenario: &sc.scenario,
+            seed,
+            variant,
+        };
+        let outcome = simulate_watched(self.watch, run);
+        if let Some(v) = outcome.violations.first() {
+            return Some(v.invariant.name());
+        }
+        let budget = self.cost_budgets.get(k)?.as_ref()?;
+        crate::cost_budget::judge(&sc.scenario, &outcome, budget)
+            .and_then(|v| v.message)
+            .map(|_| COST_BUDGET)
+    }
+}
+
 /// Run the hunt on `jobs` threads. Results come back in `variants` order and
 /// do not depend on `jobs`.
 pub fn hunt(
@@ -58,7 +96,22 @@ pub fn hunt(
     budget: u64,
     jobs: usize,
 ) -> Vec<HuntResult> {
+    hunt_with(scenarios, variants, budget, jobs, &HuntChecks::default())
+}
+
+/// [`hunt`], each run also judged by `checks`.
+pub fn hunt_with<'a>(
+    scenarios: &'a [HuntScenario],
+    variants: &[Variant],
+    budget: u64,
+    jobs: usize,
+    checks: &HuntChecks<'a>,
+) -> Vec<HuntResult> {
     assert!(!scenarios.is_empty() && budget > 0 && jobs > 0);
+    assert!(
+        checks.cost_budgets.is_empty() || checks.cost_budgets.len() == scenarios.len(),
+        "a cost budget (or none) per scenario"
+    );
     let mut work = Vec::new();
     for v in variants {
         if *v == Variant::Correct {
@@ -68,8 +121,8 @@ pub fn hunt(
         }
     }
     let done = crate::parallel::map_on(jobs, &work, |job| match job {
-        Job::Planted(v) => hunt_planted(scenarios, *v, budget),
-        Job::Correct(k) => survive(&scenarios[*k], budget),
+        Job::Planted(v) => hunt_planted(scenarios, *v, budget, checks),
+        Job::Correct(k) => survive(scenarios, *k, budget, checks),
     });
     let mut results: Vec<HuntResult> = Vec::new();
     for r in done {
@@ -96,7 +149,7 @@ pub fn hunt(
 
 fn row(
     variant: Variant,
-    hit: Option<(u64, &HuntScenario, Invariant, u64)>,
+    hit: Option<(u64, &HuntScenario, &'static str, u64)>,
     runs: u64,
 ) -> HuntResult {
     HuntResult {
@@ -105,31 +158,40 @@ fn row(
         seeds_to_detect: hit.map(|h| h.0),
         scenario: hit.map(|h| h.1.scenario.name().to_string()),
         scenario_file: hit.map(|h| h.1.file.clone()),
-        invariant: hit.map(|h| h.2.name().to_string()),
+        invariant: hit.map(|h| h.2.to_string()),
         seed: hit.map(|h| h.3),
         runs,
     }
 }
 
-fn hunt_planted(scenarios: &[HuntScenario], variant: Variant, budget: u64) -> HuntResult {
+fn hunt_planted<'a>(
+    scenarios: &'a [HuntScenario],
+    variant: Variant,
+    budget: u64,
+    checks: &HuntChecks<'a>,
+) -> HuntResult {
     let mut runs = 0;
     for seed in 1..=budget {
-        for sc in scenarios {
+        for (k, sc) in scenarios.iter().enumerate() {
             runs += 1;
-            let outcome = simulate(&sc.scenario, seed, variant, None);
-            if let Some(v) = outcome.violations.first() {
-                return row(variant, Some((runs, sc, v.invariant, seed)), runs);
+            if let Some(name) = checks.failed(scenarios, k, seed, variant) {
+                return row(variant, Some((runs, sc, name, seed)), runs);
             }
         }
     }
     row(variant, None, runs)
 }
 
-fn survive(sc: &HuntScenario, budget: u64) -> HuntResult {
+fn survive<'a>(
+    scenarios: &'a [HuntScenario],
+    k: usize,
+    budget: u64,
+    checks: &HuntChecks<'a>,
+) -> HuntResult {
+    let sc = &scenarios[k];
     for seed in 1..=budget {
-        let outcome = simulate(&sc.scenario, seed, Variant::Correct, None);
-        if let Some(v) = outcome.violations.first() {
-            return row(Variant::Correct, Some((seed, sc, v.invariant, seed)), seed);
+        if let Some(name) = checks.failed(scenarios, k, seed, Variant::Correct) {
+            return row(Variant::Correct, Some((seed, sc, name, seed)), seed);
         }
     }
     row(Variant::Correct, None, budget)

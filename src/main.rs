@@ -45,10 +45,15 @@ enum Command {
         /// Run twice and fail on any difference in the trace.
         #[arg(long)]
         check_determinism: bool,
+        #[command(flatten)]
+        checks: commands::RunChecksArgs,
     },
     /// Run every seed in a range on all cores; report each failing seed with
     /// its replay command, in seed order.
     Sweep(commands::sweep::SweepArgs),
+    /// Measure the correct protocol's store requests on scenarios and write
+    /// their cost budgets (the budget `sweep`, `hunt` and `run` judge by).
+    CostBudget(commands::cost_budget::CostBudgetArgs),
     /// Combine the results files of several sweeps (shards) into one summary.
     Merge(commands::merge::MergeArgs),
     /// Re-run a trace file from its header and check every event matches, or a
@@ -95,6 +100,15 @@ enum Command {
         /// Print one JSON object instead of the human report.
         #[arg(long)]
         json: bool,
+        /// Give up on the seed's run after this much wall time and report
+        /// it (a step that never returns) instead of shrinking it.
+        #[arg(
+            long,
+            default_value = "60s",
+            value_name = "DURATION",
+            allow_hyphen_values = true
+        )]
+        run_timeout: String,
     },
     /// Tell a failure file's (or trace's) run as a story around its violation.
     Explain {
@@ -156,6 +170,8 @@ enum Command {
         /// Also write the kill table as Markdown to FILE.
         #[arg(long, value_name = "FILE")]
         markdown: Option<PathBuf>,
+        #[command(flatten)]
+        checks: commands::RunChecksArgs,
     },
 }
 
@@ -213,6 +229,7 @@ fn dispatch(command: Command) -> u8 {
             json,
             trace,
             check_determinism,
+            checks,
         } => commands::run::run(
             &scenario,
             seed,
@@ -220,9 +237,11 @@ fn dispatch(command: Command) -> u8 {
             json,
             trace.as_deref(),
             check_determinism,
+            &checks,
         ),
         Command::Sweep(args) => commands::sweep::sweep(&args),
         Command::Merge(args) => commands::merge::merge(&args),
+        Command::CostBudget(args) => commands::cost_budget::run(&args),
         Command::Replay { file, json } => commands::replay::replay(&file, json),
         Command::Variants { json } => commands::variants::variants(json),
         Command::Shrink {
@@ -231,7 +250,15 @@ fn dispatch(command: Command) -> u8 {
             variant,
             out,
             json,
-        } => commands::shrink::run(&scenario, seed, &variant, out.as_deref(), json),
+            run_timeout,
+        } => commands::shrink::run(
+            &scenario,
+            seed,
+            &variant,
+            out.as_deref(),
+            json,
+            &run_timeout,
+        ),
         Command::Explain { file, task, all } => commands::explain::run(&file, &task, all),
         Command::Export { file, format, out } => commands::export::run(&file, &format, &out),
         Command::Scenarios { dir, json } => commands::scenarios::scenarios(&dir, json),
@@ -243,6 +270,7 @@ fn dispatch(command: Command) -> u8 {
             jobs,
             json,
             markdown,
+            checks,
         } => commands::hunt::run(commands::hunt::HuntArgs {
             variants: &variants,
             scenarios: &scenarios,
@@ -251,6 +279,7 @@ fn dispatch(command: Command) -> u8 {
             jobs: jobs.as_deref(),
             json,
             markdown: markdown.as_deref(),
+            checks: &checks,
         }),
         Command::Chart { kind, out, format } => commands::chart::chart(&kind, &out, &format),
     }

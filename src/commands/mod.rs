@@ -1,4 +1,5 @@
 pub mod chart;
+pub mod cost_budget;
 pub mod explain;
 pub mod export;
 pub mod hunt;
@@ -6,10 +7,13 @@ pub mod merge;
 pub mod progress;
 pub mod replay;
 pub mod run;
+pub mod run_checks;
 pub mod scenarios;
 pub mod shrink;
 pub mod sweep;
 pub mod variants;
+
+pub use run_checks::RunChecksArgs;
 
 use leasehold::{Scenario, ValidScenario};
 use leasehold_protocol::Variant;
