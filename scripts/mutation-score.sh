@@ -3,7 +3,7 @@
 # (cargo-mutants'), each judged by one test, tests/mutation_hunt.rs (the
 # correct protocol, as mutated, hunted on every hunt scenario at CI's hunt
 # budget, with the cost budget and the watchdog). A mutant the hunt does not
-# fail is missed. See docs/mutants.md.
+# fail is missed. See docs/variants.md ("Mutants nobody chose").
 #
 #   scripts/mutation-score.sh                 the fixed sample: shard 1 of 8,
 #                                             dealt round-robin from
