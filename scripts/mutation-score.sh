@@ -76,7 +76,9 @@ case "$code" in
 esac
 
 result="$out/mutants.out"
-count() { [ -f "$result/$1.txt" ] && grep -c . "$result/$1.txt" || echo 0; }
+count() {
+    if [ -f "$result/$1.txt" ]; then grep -c . "$result/$1.txt" || true; else echo 0; fi
+}
 caught=$(count caught)
 missed=$(count missed)
 unviable=$(count unviable)
