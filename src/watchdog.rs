@@ -326,7 +326,7 @@ pub fn stuck_violation(
         Diagnosis::Running { last_step, records } => (
             last_step.map_or(0, |s| s.time_us),
             format!(
-                "{head}; run again alone, it was still running after {} ({records} records{}): a run that does not end",
+                "{head}; run again alone, it was still running after {} ({records} records{}): busy, not stuck in one step",
                 humantime::format_duration(limit),
                 last_step.map_or_else(String::new, |s| format!(", the last {}", step(&s)))
             ),
