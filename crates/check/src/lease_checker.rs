@@ -612,19 +612,20 @@ impl LeaseChecker {
             effect.outcome,
             EffectReply::Applied | EffectReply::Deduplicated
         );
+        // Every call a worker decided is judged against its lease, refused
+        // or failed ones too: they did no harm, but were still decided.
+        if let Writer::Worker(owner) = writer {
+            self.oracle.worker_act(
+                &mut self.verdicts,
+                time_us,
+                effect.decided_us,
+                owner,
+                task,
+                token,
+                "call a service",
+            );
+        }
         if !accepted {
-            // Refused or failed calls did no harm, but were still decided.
-            if let Writer::Worker(owner) = writer {
-                self.oracle.worker_act(
-                    &mut self.verdicts,
-                    time_us,
-                    effect.decided_us,
-                    owner,
-                    task,
-                    token,
-                    "call a service",
-                );
-            }
             return;
         }
         let superseded_at_us = track
@@ -669,15 +670,6 @@ impl LeaseChecker {
         let Writer::Worker(owner) = writer else {
             return;
         };
-        self.oracle.worker_act(
-            &mut self.verdicts,
-            time_us,
-            effect.decided_us,
-            owner,
-            task,
-            token,
-            "call a service",
-        );
         let cfg = &self.cfg;
         if let Some(n) = applied.filter(|n| *n > 1) {
             self.verdicts.report_with(Invariant::ExactlyOnceEffects, time_us, Some(task), move || {
