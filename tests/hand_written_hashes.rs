@@ -17,7 +17,7 @@ use std::hash::Hash;
 enum Key {
     Member { owner: Owner },
     Task { task: TaskId },
-    PendingIdx { task: TaskId },
+    PendingIdx { spot: u32, task: TaskId },
     OwnedIdx { owner: Owner, task: TaskId },
     TaskLease { task: TaskId },
 }
@@ -92,7 +92,7 @@ fn key_mirror(k: DocKey) -> Key {
     match k {
         DocKey::Member { owner } => Key::Member { owner },
         DocKey::Task { task } => Key::Task { task },
-        DocKey::PendingIdx { task } => Key::PendingIdx { task },
+        DocKey::PendingIdx { spot, task } => Key::PendingIdx { spot, task },
         DocKey::OwnedIdx { owner, task } => Key::OwnedIdx { owner, task },
         DocKey::TaskLease { task } => Key::TaskLease { task },
     }
@@ -164,7 +164,7 @@ fn keys() -> Vec<DocKey> {
         let task = TaskId(t);
         keys.extend([
             DocKey::Task { task },
-            DocKey::PendingIdx { task },
+            DocKey::pending(task),
             DocKey::TaskLease { task },
         ]);
     }

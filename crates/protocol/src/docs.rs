@@ -14,6 +14,23 @@ pub struct TaskId(pub u32);
 impl TaskId {
     /// Never used for a real task: the exclusive end of task ranges.
     pub const END: TaskId = TaskId(u32::MAX);
+
+    /// The task's place on the pending index: a fixed permutation of the
+    /// ids (Wellons' `lowbias32`, invertible), so that pending tasks lie
+    /// evenly over the whole `u32` range whatever ids they have, and a
+    /// scan that starts anywhere reads a fair sample of them (see
+    /// docs/protocol.md, "Spreading claims"). Part of the stored data
+    /// model: changing it re-files every pending task.
+    #[inline]
+    pub const fn spot(self) -> u32 {
+        let mut x = self.0;
+        x ^= x >> 16;
+        x = x.wrapping_mul(0x7feb_352d);
+        x ^= x >> 15;
+        x = x.wrapping_mul(0x846c_a68b);
+        x ^= x >> 16;
+        x
+    }
 }
 
 /// One incarnation of one worker: the identity that owns tasks. A restarted
@@ -50,8 +67,11 @@ pub enum DocKey {
     Task {
         task: TaskId,
     },
-    /// Index: the task is pending. Unique per task.
+    /// Index: the task is pending. Unique per task. Ordered by `spot`
+    /// (always `task.spot()`: build it with [`DocKey::pending`]), so the
+    /// pending tasks lie spread over the key range, not in id order.
     PendingIdx {
+        spot: u32,
         task: TaskId,
     },
     /// Index: the task is running under `owner`. Unique per task.
@@ -129,9 +149,8 @@ impl DocKey {
     fn lead(&self) -> u32 {
         match *self {
             DocKey::Member { owner } | DocKey::OwnedIdx { owner, .. } => owner.worker,
-            DocKey::Task { task } | DocKey::PendingIdx { task } | DocKey::TaskLease { task } => {
-                task.0
-            }
+            DocKey::PendingIdx { spot, .. } => spot,
+            DocKey::Task { task } | DocKey::TaskLease { task } => task.0,
         }
     }
 
@@ -149,7 +168,19 @@ impl DocKey {
         if let DocKey::Member { owner } = *self {
             return u64::from(owner.incarnation) << 32;
         }
+        if let DocKey::PendingIdx { task, .. } = *self {
+            return u64::from(task.0);
+        }
         0
+    }
+
+    /// The pending index's key for `task`.
+    #[inline]
+    pub const fn pending(task: TaskId) -> DocKey {
+        DocKey::PendingIdx {
+            spot: task.spot(),
+            task,
+        }
     }
 
     pub fn member_range() -> (DocKey, DocKey) {
@@ -160,9 +191,29 @@ impl DocKey {
     }
 
     pub fn pending_range() -> (DocKey, DocKey) {
+        DocKey::pending_spots(0, 1 << 32)
+    }
+
+    /// The pending tasks whose spot is in `[start, end)`, `end` at most
+    /// `2^32` (the end of the index).
+    pub fn pending_spots(start: u32, end: u64) -> (DocKey, DocKey) {
+        assert!(u64::from(start) < end && end <= 1 << 32, "{start}..{end}");
+        let end = match u32::try_from(end) {
+            Ok(spot) => DocKey::PendingIdx {
+                spot,
+                task: TaskId(0),
+            },
+            Err(_) => DocKey::PendingIdx {
+                spot: u32::MAX,
+                task: TaskId::END,
+            },
+        };
         (
-            DocKey::PendingIdx { task: TaskId(0) },
-            DocKey::PendingIdx { task: TaskId::END },
+            DocKey::PendingIdx {
+                spot: start,
+                task: TaskId(0),
+            },
+            end,
         )
     }
 
@@ -203,9 +254,8 @@ impl KeyClasses for DocKey {
     fn starts_class(&self) -> bool {
         match *self {
             DocKey::Member { owner } => owner == Owner::MIN,
-            DocKey::Task { task } | DocKey::PendingIdx { task } | DocKey::TaskLease { task } => {
-                task.0 == 0
-            }
+            DocKey::PendingIdx { spot, task } => spot == 0 && task.0 == 0,
+            DocKey::Task { task } | DocKey::TaskLease { task } => task.0 == 0,
             DocKey::OwnedIdx { owner, task } => owner == Owner::MIN && task.0 == 0,
         }
     }
@@ -284,7 +334,7 @@ impl TaskDoc {
     /// The index key a task document is filed under in this state.
     pub fn index_key(&self, task: TaskId) -> Option<DocKey> {
         match self.state {
-            TaskState::Pending => Some(DocKey::PendingIdx { task }),
+            TaskState::Pending => Some(DocKey::pending(task)),
             TaskState::Running => Some(DocKey::OwnedIdx {
                 owner: self.owner.expect("a running task has an owner"),
                 task,
@@ -424,8 +474,9 @@ impl Hash for DocKey {
                 state.write_u8(1);
                 state.write_u32(task.0);
             }
-            DocKey::PendingIdx { task } => {
+            DocKey::PendingIdx { spot, task } => {
                 state.write_u8(2);
+                state.write_u32(spot);
                 state.write_u32(task.0);
             }
             DocKey::OwnedIdx { owner, task } => {
@@ -504,7 +555,7 @@ mod tests {
     enum Derived {
         Member { owner: Owner },
         Task { task: TaskId },
-        PendingIdx { task: TaskId },
+        PendingIdx { spot: u32, task: TaskId },
         OwnedIdx { owner: Owner, task: TaskId },
         TaskLease { task: TaskId },
     }
@@ -513,7 +564,7 @@ mod tests {
         match key {
             DocKey::Member { owner } => Derived::Member { owner },
             DocKey::Task { task } => Derived::Task { task },
-            DocKey::PendingIdx { task } => Derived::PendingIdx { task },
+            DocKey::PendingIdx { spot, task } => Derived::PendingIdx { spot, task },
             DocKey::OwnedIdx { owner, task } => Derived::OwnedIdx { owner, task },
             DocKey::TaskLease { task } => Derived::TaskLease { task },
         }
@@ -536,9 +587,11 @@ mod tests {
             let task = TaskId(task);
             keys.extend([
                 DocKey::Task { task },
-                DocKey::PendingIdx { task },
+                DocKey::pending(task),
                 DocKey::TaskLease { task },
             ]);
+            // Spots that are no task's, for the order's sake.
+            keys.extend(ids.map(|spot| DocKey::PendingIdx { spot, task }));
             keys.extend(owners.iter().map(|&owner| DocKey::OwnedIdx { owner, task }));
         }
         keys.extend(owners.iter().map(|&owner| DocKey::Member { owner }));
@@ -571,6 +624,38 @@ mod tests {
         assert!(keys.iter().all(|k| k.class() < DocKey::CLASSES));
     }
 
+    /// Spots are distinct (the permutation's point: no two pending tasks
+    /// share a place, and the order is total) and lie evenly over the
+    /// range even for consecutive ids, as a workload numbers its tasks.
+    #[test]
+    fn spots_spread_consecutive_ids_evenly() {
+        let mut spots: Vec<u32> = (0..100_000).map(|t| TaskId(t).spot()).collect();
+        let mut sixteenths = [0u32; 16];
+        for &s in &spots[..1_600] {
+            sixteenths[(s >> 28) as usize] += 1;
+        }
+        // 100 a sixteenth on average (binomial sd 9.7).
+        assert!(
+            sixteenths.iter().all(|n| (60..=140).contains(n)),
+            "{sixteenths:?}"
+        );
+        spots.sort_unstable();
+        spots.dedup();
+        assert_eq!(spots.len(), 100_000);
+        assert_eq!(
+            DocKey::pending(TaskId(5)),
+            DocKey::PendingIdx {
+                spot: TaskId(5).spot(),
+                task: TaskId(5)
+            }
+        );
+        let (start, end) = DocKey::pending_range();
+        for t in [0, 1, 77, u32::MAX - 1] {
+            let key = DocKey::pending(TaskId(t));
+            assert!(start <= key && key < end, "{key:?}");
+        }
+    }
+
     /// Ids near the ends of their range (where a packed or shifted
     /// comparison would go wrong: `TaskId::END`, `Owner::MIN`) as often as
     /// arbitrary ones.
@@ -588,7 +673,7 @@ mod tests {
         match rank {
             0 => DocKey::Member { owner },
             1 => DocKey::Task { task },
-            2 => DocKey::PendingIdx { task },
+            2 => DocKey::PendingIdx { spot: worker, task },
             3 => DocKey::OwnedIdx { owner, task },
             _ => DocKey::TaskLease { task },
         }

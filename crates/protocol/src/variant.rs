@@ -24,6 +24,7 @@ pub enum Variant {
     ReusedIdentity,
     ClaimAckLost,
     FailedEffectCountedDone,
+    HerdClaims,
 }
 
 pub struct VariantInfo {
@@ -135,6 +136,12 @@ const CATALOGUE: &[VariantInfo] = &[
         name: "failed-effect-counted-done",
         description: "treats a failed effect call as done and records the step",
         mirrors: "error handling that logs and moves on: the step is marked done but never happened",
+    },
+    VariantInfo {
+        variant: Variant::HerdClaims,
+        name: "herd-claims",
+        description: "every idle worker polls the same head of the pending index and claims what it sees there, so at scale most claims lose their race (a cost, not a safety bug)",
+        mirrors: "job queues polled with `ORDER BY id LIMIT n` and no SKIP LOCKED: every consumer races for the same first rows (the thundering herd)",
     },
 ];
 

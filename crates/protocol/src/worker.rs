@@ -3,6 +3,7 @@
 //! In task heartbeat mode it keeps one lease per running task instead of a
 //! heartbeat document (see `task_lease`).
 
+mod claim_spread;
 mod task_lease;
 
 use crate::config::{HeartbeatMode, ProtocolConfig};
@@ -13,6 +14,7 @@ use crate::outbox::Outbox;
 use crate::sorted_vec_map::{SortedVecMap, SortedVecSet};
 use crate::variant::Variant;
 use crate::{LeaseInput, LeaseOutput};
+use claim_spread::ClaimSpread;
 use leasehold_interface::{
     Document, EffectReply, EffectRequest, Input, Instant, LocalTime, StoreReply, StoreRequest,
     Version,
@@ -147,8 +149,10 @@ pub struct Worker {
     /// lease. Kept, not derived, since every `poll_timeout` reads it; the
     /// send time itself is not kept (a later send is a later deadline, and
     /// a deadline saturated at the end of time stays there), which makes
-    /// room for `fence_at` (see `store_timeout_us`).
-    lease_deadline: Option<Instant>,
+    /// room for `fence_at` (see `store_timeout_us`). Zero until one has
+    /// (no deadline is zero: `self_fence_after_ms` is positive), not an
+    /// `Option`: its word made room for `spread`.
+    lease_deadline: Instant,
     /// When the next input fences us: `lease_deadline` once we are active
     /// and self-fencing, else never (`Instant::MAX`-like, `u64::MAX` µs, a
     /// reading no local clock reaches). One compare per input, where the
@@ -196,6 +200,9 @@ pub struct Worker {
     /// before a conflict means "nothing left for us" rather than "try the
     /// next one".
     last_poll_candidates: u8,
+    /// Which part of the pending index polls read, and which candidate
+    /// they claim (`claim_spread`).
+    spread: Box<ClaimSpread>,
     /// The wait after the next empty poll: doubles per empty poll from
     /// `poll_interval_ms` up to `idle_poll_max_ms`.
     idle_poll_ms: u64,
@@ -295,7 +302,7 @@ impl Worker {
             plain: false,
             member_version: 0,
             beats: 0,
-            lease_deadline: None,
+            lease_deadline: Instant::ZERO,
             fence_at: NEVER,
             variant,
             task_mode,
@@ -309,6 +316,7 @@ impl Worker {
             next_poll_at: Instant::ZERO,
             claim_retries: 0,
             last_poll_candidates: 0,
+            spread: ClaimSpread::new(me),
             idle_poll_ms: poll_interval_ms,
             retry_register_at: NEVER,
             first_register_at: Instant::ZERO,
@@ -394,6 +402,7 @@ impl Worker {
         debug_assert!(matches!(taken, Purpose::Poll));
         // `on_poll_reply` with no documents: no candidates.
         self.last_poll_candidates = 0;
+        self.spread.page_read(false);
         self.poll_idle(now);
         self.on_time_plain_by_tail_calls(now);
     }
@@ -523,14 +532,15 @@ impl Worker {
     }
 
     fn lease_deadline(&self) -> Option<Instant> {
+        let deadline = (self.lease_deadline != Instant::ZERO).then_some(self.lease_deadline);
         debug_assert_eq!(
             self.fence_at,
-            match self.lease_deadline {
+            match deadline {
                 Some(d) if self.variant() != Variant::NoSelfFencing => d,
                 _ => NEVER,
             }
         );
-        self.lease_deadline
+        deadline
     }
 
     /// Asked after every input. The earliest wakeup is a plain minimum over
@@ -896,8 +906,9 @@ impl Worker {
         self.member_version = version;
         self.beats = beats;
         let deadline = sent_at.plus_ms(self.self_fence_after_ms);
-        if self.lease_deadline.is_none_or(|d| deadline > d) {
-            self.lease_deadline = Some(deadline);
+        assert!(deadline > Instant::ZERO, "self_fence_after_ms is positive");
+        if deadline > self.lease_deadline {
+            self.lease_deadline = deadline;
             if self.variant() != Variant::NoSelfFencing {
                 self.fence_at = deadline;
             }
@@ -1077,7 +1088,14 @@ impl Worker {
 
     #[inline(always)]
     fn send_poll(&mut self, now: Instant, in_place: bool) {
-        let (start, end) = DocKey::pending_range();
+        // The planted bug `herd-claims` reads the head of the index, as
+        // every other worker does.
+        let arc = self.spread.next_arc();
+        let (start, end) = if self.variant() == Variant::HerdClaims {
+            DocKey::pending_range()
+        } else {
+            DocKey::pending_spots(arc.start, arc.end)
+        };
         self.polling = true;
         self.next_poll_at = NEVER;
         let deadline = now.plus_us(self.store_timeout_us);
@@ -1354,6 +1372,7 @@ impl Worker {
                 candidates += 1;
             }
         }
+        self.spread.page_read(candidates > 0);
         self.last_poll_candidates = candidates as u8;
         if candidates == 0 {
             self.poll_idle(now);
@@ -1363,9 +1382,13 @@ impl Worker {
             self.poll_later(now);
             return;
         }
-        // Spread workers over the candidates instead of all racing for the
-        // first; deterministic, since the protocol draws no randomness.
-        let pick = (self.me.worker as usize + self.claim_retries as usize) % candidates;
+        // Spread over the candidates too; `herd-claims` by worker id alone.
+        let pick = if self.variant() == Variant::HerdClaims {
+            (self.me.worker as usize + self.claim_retries as usize) % candidates
+        } else {
+            self.spread.pick(candidates)
+        };
+        self.spread.claim_sent();
         let doc = &docs[places[pick] as usize];
         let DocKey::Task { task } = doc.key else {
             unreachable!("filtered")
@@ -1494,6 +1517,7 @@ impl Worker {
         match reply {
             StoreReply::Written { version } => {
                 self.claim_retries = 0;
+                self.spread.claim_won();
                 self.idle_poll_ms = self.cfg.poll_interval_ms;
                 self.start_run(now, task, claimed, *version);
                 self.polling = false;
@@ -1506,6 +1530,7 @@ impl Worker {
             {
                 self.out.cover(CoveragePoint::ClaimConflictWasOurs);
                 self.claim_retries = 0;
+                self.spread.claim_won();
                 self.idle_poll_ms = self.cfg.poll_interval_ms;
                 let mine = self.my_claim(doc, claimed.epoch).expect("checked");
                 self.start_run(now, task, mine, doc.version);
@@ -1521,6 +1546,7 @@ impl Worker {
     /// lease): try the next candidate, or back off.
     fn lost_claim_race(&mut self, now: Instant) {
         self.claim_retries += 1;
+        self.spread.claim_lost();
         // Retry at once only while the last poll showed more candidates than
         // we have lost: with one pending task and a large idle fleet, every
         // loser re-polling at once is a thundering herd (each new task drew a
