@@ -75,7 +75,7 @@ enum Command {
     /// Sweep simulations and draw what heartbeats cost: load, store-load,
     /// detection, or all. Writes PNG/SVG images and CSV data into --out.
     Chart {
-        /// load, store-load, detection or all
+        /// load, store-load, claims, detection or all
         kind: String,
         /// Directory for the images and CSV files (created if missing).
         #[arg(long, value_name = "DIR")]

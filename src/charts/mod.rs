@@ -5,6 +5,7 @@
 //! operations it applied, its crash records); formulas only draw the dashed
 //! expectation lines.
 
+pub mod chart_claims;
 pub mod chart_detection;
 pub mod chart_load;
 pub mod chart_store_load;
@@ -40,16 +41,23 @@ pub fn safety_violations(outcome: &RunOutcome) -> Vec<String> {
 pub enum ChartKind {
     Load,
     StoreLoad,
+    Claims,
     Detection,
 }
 
 impl ChartKind {
-    pub const ALL: [ChartKind; 3] = [ChartKind::Load, ChartKind::StoreLoad, ChartKind::Detection];
+    pub const ALL: [ChartKind; 4] = [
+        ChartKind::Load,
+        ChartKind::StoreLoad,
+        ChartKind::Claims,
+        ChartKind::Detection,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             ChartKind::Load => "load",
             ChartKind::StoreLoad => "store-load",
+            ChartKind::Claims => "claims",
             ChartKind::Detection => "detection",
         }
     }

@@ -1,7 +1,7 @@
 //! Scenarios the chart sweeps build in code (never from files), each
 //! validated by [`Scenario::validate`] like any scenario a user writes.
 
-use crate::fault_model::{CrashFaults, FaultsSection};
+use crate::fault_model::{CrashFaults, FaultsSection, RestartFaults};
 use crate::scenario::{
     Fleet, LimitsSection, NetworkSection, ProtocolSection, Scenario, ServiceSection, TasksSection,
     ValidScenario,
@@ -118,9 +118,14 @@ fn steady_busy_scenario(
 /// A fleet serving a steady stream of short tasks (three 1-3 s steps, as in
 /// friday-rush), one task per worker every `task_every_ms` on average.
 pub fn steady_stream(workers: u32, task_every_ms: u64, end_ms: u64) -> ValidScenario {
+    validated(steady_stream_scenario(workers, task_every_ms, end_ms))
+}
+
+/// [`steady_stream`] before validation, for scenarios built from it.
+fn steady_stream_scenario(workers: u32, task_every_ms: u64, end_ms: u64) -> Scenario {
     assert!(workers > 0 && task_every_ms > 0);
     let count = (workers as u64 * end_ms).div_ceil(task_every_ms).max(1);
-    let scenario = Scenario {
+    Scenario {
         name: format!("stream-{workers}"),
         story: "A steady stream of short tasks: every kind of store operation.".into(),
         fleet: Fleet {
@@ -164,8 +169,7 @@ pub fn steady_stream(workers: u32, task_every_ms: u64, end_ms: u64) -> ValidScen
             ..LimitsSection::default()
         },
         expected_violations: Vec::new(),
-    };
-    validated(scenario)
+    }
 }
 
 /// Workers of [`crashing_fleet`], 4 slots each.
@@ -195,6 +199,47 @@ pub fn crashing_fleet(
         HeartbeatMode::Worker,
     );
     scenario.faults = crash_faults(fault_phase_ms, crash_probability_per_step);
+    validated(scenario)
+}
+
+/// Tasks per worker in [`fleet_rush`].
+pub const RUSH_TASKS_PER_WORKER: u32 = 50;
+/// Share of the fleet that dies at once in [`fleet_rush`].
+pub const RUSH_CRASH_SHARE: f64 = 0.1;
+/// Idle workers in [`fleet_rush`] wait up to this long between empty polls,
+/// as the scaled one-hour scenarios do (`scaled_scenario::IDLE_POLL_MAX_MS`).
+pub const RUSH_IDLE_POLL_MAX_MS: u64 = 8_000;
+
+/// friday-rush's shape at any fleet size: 4 slots a worker, 50 three-step
+/// tasks per worker (1-3 s a step) arriving over three minutes, idle
+/// polling backing off to 8 s, and a tenth of the fleet dying at once
+/// at a time drawn between 20 s and 200 s (restarting after 1-20 s), no
+/// other faults: the claims chart's scenario, run to the end.
+pub fn fleet_rush(workers: u32) -> ValidScenario {
+    assert!(workers > 0);
+    let end_ms = 100 * 60_000;
+    let mut scenario = steady_stream_scenario(workers, end_ms, end_ms);
+    scenario.name = format!("rush-{workers}");
+    scenario.story = "friday-rush at any fleet size: how claims scale.".into();
+    scenario.protocol.idle_poll_max_ms = Some(RUSH_IDLE_POLL_MAX_MS);
+    scenario.tasks.count = workers
+        .checked_mul(RUSH_TASKS_PER_WORKER)
+        .expect("bounded by the sweep");
+    scenario.tasks.arrival_window_ms = 180_000;
+    scenario.faults = FaultsSection {
+        restarts: Some(RestartFaults {
+            rolling_deploy_at_ms: None,
+            rolling_interval_ms: 5_000,
+            mass_failure_at_ms: Some([20_000, 200_000]),
+            mass_failure_share: RUSH_CRASH_SHARE,
+        }),
+        ..FaultsSection::none(240_000, [1_000, 20_000])
+    };
+    scenario.limits = LimitsSection {
+        max_sim_time_ms: end_ms,
+        max_events: 2_000_000_000,
+        ..LimitsSection::default()
+    };
     validated(scenario)
 }
 

@@ -1,6 +1,8 @@
 use super::{EXIT_OK, EXIT_VIOLATION, bad_input};
 use leasehold::charts::render::{SweptChart, write_images};
-use leasehold::charts::{ChartKind, Formats, chart_detection, chart_load, chart_store_load};
+use leasehold::charts::{
+    ChartKind, Formats, chart_claims, chart_detection, chart_load, chart_store_load,
+};
 use std::path::Path;
 use std::time::Instant;
 
@@ -34,6 +36,7 @@ pub fn chart(kind: &str, out: &Path, format: &str) -> u8 {
         let result = match kind {
             ChartKind::Load => emit(&chart_load::sweep(), out, kind, formats),
             ChartKind::StoreLoad => emit(&chart_store_load::sweep(), out, kind, formats),
+            ChartKind::Claims => emit(&chart_claims::sweep(), out, kind, formats),
             ChartKind::Detection => emit(&chart_detection::sweep(), out, kind, formats),
         };
         match result {
