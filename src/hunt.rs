@@ -5,11 +5,13 @@
 //! runs on mutations of the fault plans that reached new coverage (see
 //! `guided`).
 
+use crate::cost_budget::{COST_BUDGET, CostBudget};
 use crate::coverage::CoverageTally;
 use crate::guided::{Guide, Input};
-use crate::run::{RunOutcome, simulate};
+use crate::run::RunOutcome;
 use crate::scenario::ValidScenario;
 use crate::shrink::FailureFile;
+use crate::watchdog::{LeaseRun, LeaseWatch, simulate_watched};
 use leasehold_check::Invariant;
 use leasehold_protocol::Variant;
 use serde::Serialize;
@@ -79,6 +81,54 @@ enum Job {
     Correct(usize),
 }
 
+/// What judges a hunt's runs besides the invariants.
+#[derive(Default)]
+pub struct HuntChecks<'a> {
+    /// Every run is made under this watch (see [`crate::watchdog`]).
+    pub watch: Option<&'a LeaseWatch<'a>>,
+    /// Each scenario's cost budget, in the order of the hunt's scenarios
+    /// (empty: none). A run over it fails as `cost-budget`.
+    pub cost_budgets: Vec<Option<CostBudget>>,
+}
+
+impl<'a> HuntChecks<'a> {
+    /// Run seed `seed` of scenario `k` under `variant`, under the watch.
+    fn run(
+        &self,
+        scenarios: &'a [HuntScenario],
+        k: usize,
+        seed: u64,
+        variant: Variant,
+    ) -> RunOutcome {
+        let sc = &scenarios[k];
+        let run = LeaseRun {
+            file: &sc.file,
+            scenario: &sc.scenario,
+            seed,
+            variant,
+        };
+        simulate_watched(self.watch, run)
+    }
+
+    /// The name of what a run of scenario `k` failed first (an invariant
+    /// its scenario does not expect, or `cost-budget`), if it failed.
+    fn verdict(
+        &self,
+        scenarios: &[HuntScenario],
+        k: usize,
+        outcome: &RunOutcome,
+    ) -> Option<&'static str> {
+        let sc = &scenarios[k];
+        if let Some(v) = first_unexpected(outcome, &sc.scenario) {
+            return Some(v.name());
+        }
+        let budget = self.cost_budgets.get(k)?.as_ref()?;
+        crate::cost_budget::judge(&sc.scenario, outcome, budget)
+            .and_then(|v| v.message)
+            .map(|_| COST_BUDGET)
+    }
+}
+
 /// Run the hunt on `jobs` threads. Results come back in `variants` order and
 /// do not depend on `jobs`.
 pub fn hunt(
@@ -87,18 +137,32 @@ pub fn hunt(
     budget: u64,
     jobs: usize,
 ) -> Vec<HuntResult> {
-    hunt_with(scenarios, variants, budget, jobs, HuntOptions::default()).results
+    hunt_with(
+        scenarios,
+        variants,
+        budget,
+        jobs,
+        HuntOptions::default(),
+        &HuntChecks::default(),
+    )
+    .results
 }
 
-/// [`hunt`], with options, and the coverage of its runs.
-pub fn hunt_with(
-    scenarios: &[HuntScenario],
+/// [`hunt`], with options, each run also judged by `checks`; the rows and
+/// the coverage of its runs.
+pub fn hunt_with<'a>(
+    scenarios: &'a [HuntScenario],
     variants: &[Variant],
     budget: u64,
     jobs: usize,
     options: HuntOptions,
+    checks: &HuntChecks<'a>,
 ) -> HuntReport {
     assert!(!scenarios.is_empty() && budget > 0 && jobs > 0);
+    assert!(
+        checks.cost_budgets.is_empty() || checks.cost_budgets.len() == scenarios.len(),
+        "a cost budget (or none) per scenario"
+    );
     let mut work = Vec::new();
     for v in variants {
         if *v == Variant::Correct {
@@ -109,17 +173,25 @@ pub fn hunt_with(
     }
     let all: Vec<usize> = (0..scenarios.len()).collect();
     let done = crate::parallel::map_on(jobs, &work, |job| match (job, options.guided) {
-        (Job::Planted(v), None) => hunt_planted(scenarios, *v, budget),
-        (Job::Correct(k), None) => survive(&scenarios[*k], budget),
+        (Job::Planted(v), None) => hunt_planted(scenarios, *v, budget, checks),
+        (Job::Correct(k), None) => survive(scenarios, *k, budget, checks),
         // Each job its own guide, on a stream of its own: the variant's
         // place in the catalogue, or past them the scenario's.
         (Job::Planted(v), Some(seed)) => {
             let stream = Variant::all().position(|x| x == *v).unwrap_or(0) as u64;
-            guided(scenarios, &all, *v, budget * all.len() as u64, seed, stream)
+            let runs = budget * all.len() as u64;
+            guided(scenarios, &all, *v, runs, (seed, stream), checks)
         }
         (Job::Correct(k), Some(seed)) => {
             let stream = (Variant::all().count() + k) as u64;
-            guided(scenarios, &[*k], Variant::Correct, budget, seed, stream)
+            guided(
+                scenarios,
+                &[*k],
+                Variant::Correct,
+                budget,
+                (seed, stream),
+                checks,
+            )
         }
     });
     let mut coverage = CoverageTally::new();
@@ -159,7 +231,7 @@ type JobDone = (HuntResult, CoverageTally, u64);
 
 fn row(
     variant: Variant,
-    hit: Option<(u64, &HuntScenario, Invariant, u64)>,
+    hit: Option<(u64, &HuntScenario, &'static str, u64)>,
     runs: u64,
 ) -> HuntResult {
     HuntResult {
@@ -168,7 +240,7 @@ fn row(
         seeds_to_detect: hit.map(|h| h.0),
         scenario: hit.map(|h| h.1.scenario.name().to_string()),
         scenario_file: hit.map(|h| h.1.file.clone()),
-        invariant: hit.map(|h| h.2.name().to_string()),
+        invariant: hit.map(|h| h.2.to_string()),
         mode: hit.map(|h| {
             h.1.scenario
                 .scenario
@@ -188,7 +260,7 @@ fn row(
 /// violated that its scenario does not declare in `expected_violations`: a
 /// declared one is what the scenario demonstrates (no lease protocol
 /// prevents it), neither a catch nor a failure.
-fn first_unexpected(outcome: &crate::RunOutcome, scn: &ValidScenario) -> Option<Invariant> {
+fn first_unexpected(outcome: &RunOutcome, scn: &ValidScenario) -> Option<Invariant> {
     let expected = |i: &Invariant| {
         scn.scenario
             .expected_violations
@@ -211,30 +283,41 @@ fn tally_run(tally: &mut CoverageTally, sc: &HuntScenario, outcome: &RunOutcome)
     );
 }
 
-fn hunt_planted(scenarios: &[HuntScenario], variant: Variant, budget: u64) -> JobDone {
+fn hunt_planted<'a>(
+    scenarios: &'a [HuntScenario],
+    variant: Variant,
+    budget: u64,
+    checks: &HuntChecks<'a>,
+) -> JobDone {
     let mut runs = 0;
     let mut tally = CoverageTally::new();
     for seed in 1..=budget {
-        for sc in scenarios {
+        for (k, sc) in scenarios.iter().enumerate() {
             runs += 1;
-            let outcome = simulate(&sc.scenario, seed, variant, None);
+            let outcome = checks.run(scenarios, k, seed, variant);
             tally_run(&mut tally, sc, &outcome);
-            if let Some(v) = first_unexpected(&outcome, &sc.scenario) {
-                return (row(variant, Some((runs, sc, v, seed)), runs), tally, 0);
+            if let Some(name) = checks.verdict(scenarios, k, &outcome) {
+                return (row(variant, Some((runs, sc, name, seed)), runs), tally, 0);
             }
         }
     }
     (row(variant, None, runs), tally, 0)
 }
 
-fn survive(sc: &HuntScenario, budget: u64) -> JobDone {
+fn survive<'a>(
+    scenarios: &'a [HuntScenario],
+    k: usize,
+    budget: u64,
+    checks: &HuntChecks<'a>,
+) -> JobDone {
+    let sc = &scenarios[k];
     let mut tally = CoverageTally::new();
     for seed in 1..=budget {
-        let outcome = simulate(&sc.scenario, seed, Variant::Correct, None);
+        let outcome = checks.run(scenarios, k, seed, Variant::Correct);
         tally_run(&mut tally, sc, &outcome);
-        if let Some(v) = first_unexpected(&outcome, &sc.scenario) {
+        if let Some(name) = checks.verdict(scenarios, k, &outcome) {
             return (
-                row(Variant::Correct, Some((seed, sc, v, seed)), seed),
+                row(Variant::Correct, Some((seed, sc, name, seed)), seed),
                 tally,
                 0,
             );
@@ -244,14 +327,14 @@ fn survive(sc: &HuntScenario, budget: u64) -> JobDone {
 }
 
 /// `runs` guided runs of `variant` over the scenarios `picked` (indices
-/// into `scenarios`), until one fails.
-fn guided(
-    scenarios: &[HuntScenario],
+/// into `scenarios`), until one fails; `(seed, stream)` seeds the guide.
+fn guided<'a>(
+    scenarios: &'a [HuntScenario],
     picked: &[usize],
     variant: Variant,
     runs: u64,
-    seed: u64,
-    stream: u64,
+    (seed, stream): (u64, u64),
+    checks: &HuntChecks<'a>,
 ) -> JobDone {
     let mut guide = Guide::new(
         picked.iter().map(|&k| &scenarios[k].scenario).collect(),
@@ -261,11 +344,21 @@ fn guided(
     );
     for n in 1..=runs {
         let (input, mutated) = guide.next_input();
-        let run = guide.run(input, mutated);
-        let Input { scenario, seed, .. } = run.input;
-        let sc = &scenarios[picked[scenario]];
-        if let Some(v) = first_unexpected(&run.outcome, &sc.scenario) {
-            let mut r = row(variant, Some((n, sc, v, seed)), n);
+        let k = picked[input.scenario];
+        let sc = &scenarios[k];
+        let watched = LeaseRun {
+            file: &sc.file,
+            scenario: &sc.scenario,
+            seed: input.seed,
+            variant,
+        };
+        let run = match checks.watch {
+            Some(w) => w.watch(watched, || guide.run(input, mutated)),
+            None => guide.run(input, mutated),
+        };
+        let Input { seed, .. } = run.input;
+        if let Some(name) = checks.verdict(scenarios, k, &run.outcome) {
+            let mut r = row(variant, Some((n, sc, name, seed)), n);
             r.mutated = run.mutated;
             if run.mutated {
                 r.failure = FailureFile::of_run(&sc.scenario, variant, &run.outcome).map(Box::new);

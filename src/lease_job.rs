@@ -3,10 +3,12 @@
 //! down to a small [`SeedResult`] so that a sweep of a million seeds keeps
 //! little in memory.
 
+use crate::cost_budget::{COST_BUDGET, CostBudget};
 use crate::coverage::RunCoverage;
 use crate::run::{CUT_SHORT, RunOutcome, simulate};
 use crate::scenario::ValidScenario;
 use crate::sweep_engine::SeedJob;
+use crate::watchdog::{LeaseRun, LeaseWatch, simulate_watched};
 use leasehold_protocol::Variant;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -31,6 +33,18 @@ pub struct SeedResult {
 impl SeedResult {
     pub fn ok(&self) -> bool {
         self.invariants.is_empty()
+    }
+
+    /// A run over its cost budget: `cost-budget` after the invariants, and
+    /// the first violation when it is the only one.
+    pub fn add_cost_violation(&mut self, message: String, sim_time_us: u64) {
+        if self.first_violation.is_none() {
+            self.first_violation = Some(format!(
+                "{COST_BUDGET} at {:.3} s: {message}",
+                sim_time_us as f64 / 1e6
+            ));
+        }
+        self.invariants.push(COST_BUDGET.to_string());
     }
 
     pub fn from_outcome(outcome: &RunOutcome) -> SeedResult {
@@ -86,6 +100,12 @@ pub struct LeaseJob<'a> {
     pub variant: Variant,
     /// Run each seed twice and report `determinism` on any difference.
     pub check_determinism: bool,
+    /// The scenario's file (for the watchdog's report) and the watch every
+    /// run is made under, if any.
+    pub watch: Option<(&'a Path, &'a LeaseWatch<'a>)>,
+    /// Judge each seed's store requests against this budget, and report
+    /// `cost-budget` when over.
+    pub cost_budget: Option<&'a CostBudget>,
 }
 
 impl SeedJob for LeaseJob<'_> {
@@ -94,12 +114,30 @@ impl SeedJob for LeaseJob<'_> {
     fn run(&self, seed: u64) -> TimedSeedResult {
         // Wall time measures the tool, never the simulation (which has none).
         let started = Instant::now();
-        let outcome = simulate(self.scenario, seed, self.variant, None);
+        let run = |seed| match self.watch {
+            Some((file, watch)) => simulate_watched(
+                Some(watch),
+                LeaseRun {
+                    file,
+                    scenario: self.scenario,
+                    seed,
+                    variant: self.variant,
+                },
+            ),
+            None => simulate(self.scenario, seed, self.variant, None),
+        };
+        let outcome = run(seed);
         let mut result = SeedResult::from_outcome(&outcome);
         let mut events_simulated = outcome.events();
         let mut sim_time_us = outcome.sim_time_us();
+        if let Some(budget) = self.cost_budget
+            && let Some(message) =
+                crate::cost_budget::judge(self.scenario, &outcome, budget).and_then(|v| v.message)
+        {
+            result.add_cost_violation(message, outcome.sim_time_us());
+        }
         if self.check_determinism {
-            let again = simulate(self.scenario, seed, self.variant, None);
+            let again = run(seed);
             events_simulated += again.events();
             sim_time_us += again.sim_time_us();
             if again.trace_hash_hex() != result.trace_hash || again.events() != result.events {

@@ -9,6 +9,7 @@
 
 pub mod catalogue;
 pub mod charts;
+pub mod cost_budget;
 pub mod coverage;
 pub mod explain;
 pub mod export;
@@ -41,6 +42,7 @@ pub mod sweep_summary;
 pub mod sweep_test;
 pub mod swimlane;
 pub mod trace;
+pub mod watchdog;
 
 pub use lease_job::{LeaseJob, SeedResult, replay_command, shell_word};
 pub use run::{

@@ -27,32 +27,13 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run one seed of a scenario and check every invariant.
-    Run {
-        /// Scenario file (JSON), e.g. scenarios/friday-rush.json
-        scenario: PathBuf,
-        /// The seed; the run is a pure function of scenario, seed and variant.
-        #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
-        seed: u64,
-        /// Protocol variant (see `leasehold variants`).
-        #[arg(long, default_value = "correct")]
-        variant: String,
-        /// Print one JSON object instead of the human report.
-        #[arg(long)]
-        json: bool,
-        /// Write the run as JSON Lines to FILE (replay it with `leasehold replay`).
-        #[arg(long, value_name = "FILE")]
-        trace: Option<PathBuf>,
-        /// Run twice and fail on any difference in the trace.
-        #[arg(long)]
-        check_determinism: bool,
-        /// Refuse to start a run whose estimated peak memory is over SIZE
-        /// (512MiB, 4GiB) [default: half of this machine's memory]
-        #[arg(long, value_name = "SIZE")]
-        max_memory: Option<String>,
-    },
+    Run(commands::run::RunArgs),
     /// Run every seed in a range on all cores; report each failing seed with
     /// its replay command, in seed order.
     Sweep(commands::sweep::SweepArgs),
+    /// Measure the correct protocol's store requests on scenarios and write
+    /// their cost budgets (the budget `sweep`, `hunt` and `run` judge by).
+    CostBudget(commands::cost_budget::CostBudgetArgs),
     /// Combine the results files of several sweeps (shards) into one summary.
     Merge(commands::merge::MergeArgs),
     /// Run a range of seeds and print every coverage point with its hits:
@@ -111,6 +92,15 @@ enum Command {
         /// (512MiB, 4GiB) [default: half of this machine's memory]
         #[arg(long, value_name = "SIZE")]
         max_memory: Option<String>,
+        /// Give up on the seed's run after this much wall time and report
+        /// it (a step that never returns) instead of shrinking it.
+        #[arg(
+            long,
+            default_value = "60s",
+            value_name = "DURATION",
+            allow_hyphen_values = true
+        )]
+        run_timeout: String,
     },
     /// Tell a failure file's (or trace's) run as a story around its violation.
     Explain {
@@ -202,6 +192,8 @@ enum Command {
         /// for each failure a mutated plan found.
         #[arg(long, value_name = "DIR")]
         failures_dir: Option<PathBuf>,
+        #[command(flatten)]
+        checks: commands::RunChecksArgs,
     },
 }
 
@@ -272,26 +264,11 @@ fn refuse_arguments(e: &clap::Error) -> u8 {
 
 fn dispatch(command: Command) -> u8 {
     match command {
-        Command::Run {
-            scenario,
-            seed,
-            variant,
-            json,
-            trace,
-            check_determinism,
-            max_memory,
-        } => commands::run::run(
-            &scenario,
-            seed,
-            &variant,
-            json,
-            trace.as_deref(),
-            check_determinism,
-            max_memory.as_deref(),
-        ),
+        Command::Run(args) => commands::run::run(&args),
         Command::Sweep(args) => commands::sweep::sweep(&args),
         Command::Merge(args) => commands::merge::merge(&args),
         Command::Coverage(args) => commands::coverage::run(&args),
+        Command::CostBudget(args) => commands::cost_budget::run(&args),
         Command::Replay {
             file,
             json,
@@ -305,6 +282,7 @@ fn dispatch(command: Command) -> u8 {
             out,
             json,
             max_memory,
+            run_timeout,
         } => commands::shrink::run(
             &scenario,
             seed,
@@ -312,6 +290,7 @@ fn dispatch(command: Command) -> u8 {
             out.as_deref(),
             json,
             max_memory.as_deref(),
+            &run_timeout,
         ),
         Command::Explain {
             file,
@@ -339,6 +318,7 @@ fn dispatch(command: Command) -> u8 {
             guided_seed,
             coverage,
             failures_dir,
+            checks,
         } => commands::hunt::run(commands::hunt::HuntArgs {
             variants: &variants,
             scenarios: &scenarios,
@@ -351,6 +331,7 @@ fn dispatch(command: Command) -> u8 {
             guided: guided.then_some(guided_seed),
             coverage,
             failures_dir: failures_dir.as_deref(),
+            checks: &checks,
         }),
         Command::Chart { kind, out, format } => commands::chart::chart(&kind, &out, &format),
     }

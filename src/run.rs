@@ -710,6 +710,10 @@ fn simulate_inner(
             // In flight at once: a few hundred per node at worst (the workload
             // waits outside the queue, one arrival at a time).
             max_queue_len: (nodes * 1_024 + (1 << 20)).min(leasehold_sim::queue::MAX_QUEUED),
+            // The protocol's own bound on what it queues between two
+            // drains, enforced again from outside: a node whose own check
+            // is broken (a mutant) still cannot flood the run.
+            max_outputs_per_step: leasehold_protocol::MAX_QUEUED_OUTPUTS,
         },
     };
     let factory_cfg = Arc::clone(&cfg);

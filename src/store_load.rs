@@ -35,6 +35,43 @@ pub struct StoreLoad {
     /// Task heartbeat mode: lease documents created by workers, one per claim
     /// attempt (already counted in `heartbeat_writes`).
     pub lease_creates: u64,
+    /// Of `gets`, those a reclaimer sent (the rest are workers').
+    pub reclaimer_gets: u64,
+    /// Of `lease_deletes`, those a reclaimer sent (the rest are workers').
+    pub reclaimer_lease_deletes: u64,
+}
+
+/// Store requests by the kind of node that sent them (the workload's task
+/// creates are neither's): what the cost budget judges.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RoleOps {
+    pub worker_reads: u64,
+    pub worker_writes: u64,
+    pub reclaimer_reads: u64,
+    pub reclaimer_writes: u64,
+}
+
+impl StoreLoad {
+    /// The counts by sender. Each kind of request has one sender in this
+    /// protocol (a poll's scan and a claim are a worker's, a scan of
+    /// heartbeat documents or of a dead owner's tasks and a re-queue a
+    /// reclaimer's); gets and lease deletes, sent by both, are counted
+    /// apart.
+    pub fn by_role(&self) -> RoleOps {
+        RoleOps {
+            worker_reads: self.pending_scans + (self.gets - self.reclaimer_gets),
+            worker_writes: self.heartbeat_writes
+                + self.claims
+                + self.progress_writes
+                + self.completions
+                + (self.lease_deletes - self.reclaimer_lease_deletes),
+            reclaimer_reads: self.member_scans + self.owned_scans + self.reclaimer_gets,
+            reclaimer_writes: self.mark_dead_writes
+                + self.member_deletes
+                + self.requeues
+                + self.reclaimer_lease_deletes,
+        }
+    }
 }
 
 pub struct StoreLoadCounter<'a> {
@@ -90,15 +127,25 @@ impl StoreLoadCounter<'_> {
             Actor::Node { node, .. } => matches!(roles[node.index()], NodeRole::Worker { .. }),
             Actor::External => false,
         };
+        let reclaimer = || match actor {
+            Actor::Node { node, .. } => matches!(roles[node.index()], NodeRole::Reclaimer { .. }),
+            Actor::External => false,
+        };
         let l = &mut self.load;
         match op {
-            StoreRequest::Get { .. } => l.gets += 1,
+            StoreRequest::Get { .. } => {
+                l.gets += 1;
+                l.reclaimer_gets += u64::from(reclaimer());
+            }
             StoreRequest::Scan { .. } => l.member_scans += 1,
             StoreRequest::ScanIndex { start, .. } => self.index_scan(start),
             StoreRequest::DeleteIfVersion {
                 key: DocKey::TaskLease { .. },
                 ..
-            } => l.lease_deletes += 1,
+            } => {
+                l.lease_deletes += 1;
+                l.reclaimer_lease_deletes += u64::from(reclaimer());
+            }
             StoreRequest::DeleteIfVersion { .. } => l.member_deletes += 1,
             StoreRequest::CreateIfAbsent {
                 key: DocKey::TaskLease { .. },

@@ -262,6 +262,8 @@ impl SweepTest {
             scenario: &scenario,
             variant,
             check_determinism,
+            watch: None,
+            cost_budget: None,
         };
         let mut options = SweepOptions::with_jobs(jobs);
         options.stop_after_failures = self.stop_after_failures;

@@ -5,7 +5,7 @@
 mod common;
 use common::*;
 use leasehold::guided::{Guide, Input};
-use leasehold::hunt::{HuntOptions, HuntScenario, hunt_with};
+use leasehold::hunt::{HuntChecks, HuntOptions, HuntScenario, hunt_with};
 use leasehold_protocol::Variant;
 
 fn hunt_scenarios(names: &[&str]) -> Vec<HuntScenario> {
@@ -42,7 +42,14 @@ fn a_guided_hunt_is_a_function_of_its_seed_whatever_the_jobs() {
     ];
     let guided = |seed, jobs| {
         let options = HuntOptions { guided: Some(seed) };
-        fingerprint(&hunt_with(&scenarios, &variants, 12, jobs, options))
+        fingerprint(&hunt_with(
+            &scenarios,
+            &variants,
+            12,
+            jobs,
+            options,
+            &HuntChecks::default(),
+        ))
     };
     let one = guided(7, 1);
     assert_eq!(one, guided(7, 3), "the job count changed the hunt");
@@ -51,7 +58,14 @@ fn a_guided_hunt_is_a_function_of_its_seed_whatever_the_jobs() {
     // all the budget either way, but what they reached is not).
     assert_ne!(one, guided(8, 1));
     // And a plain hunt is not a guided one.
-    let plain = hunt_with(&scenarios, &variants, 12, 1, HuntOptions::default());
+    let plain = hunt_with(
+        &scenarios,
+        &variants,
+        12,
+        1,
+        HuntOptions::default(),
+        &HuntChecks::default(),
+    );
     assert_eq!(plain.corpus_added, 0);
     assert_ne!(one, fingerprint(&plain));
 }
@@ -65,7 +79,14 @@ fn a_guided_hunt_catches_every_planted_bug_and_correct_survives() {
     let options = HuntOptions {
         guided: Some(leasehold::guided::DEFAULT_GUIDED_SEED),
     };
-    let report = hunt_with(&scenarios, &variants, budget, jobs, options);
+    let report = hunt_with(
+        &scenarios,
+        &variants,
+        budget,
+        jobs,
+        options,
+        &HuntChecks::default(),
+    );
     for r in &report.results {
         println!(
             "{:<32} caught={} runs={:?} mutated={} {:?}",

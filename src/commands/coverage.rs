@@ -78,6 +78,8 @@ pub fn run(args: &CoverageArgs) -> u8 {
             scenario: scn,
             variant,
             check_determinism: false,
+            watch: None,
+            cost_budget: None,
         };
         let mut sink = TallySink {
             tally: &mut tally,

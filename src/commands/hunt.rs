@@ -1,12 +1,14 @@
-use super::{EXIT_OK, EXIT_VIOLATION, bad_input, parse_variant};
+use super::run_checks::one_budget;
+use super::{EXIT_OK, EXIT_VIOLATION, RunChecksArgs, bad_input, parse_variant};
 use leasehold::Scenario;
-use leasehold::hunt::{HuntOptions, HuntResult, HuntScenario, hunt_with};
+use leasehold::hunt::{HuntChecks, HuntOptions, HuntResult, HuntScenario, hunt_with};
 use leasehold::replay_command;
 use leasehold::sweep_args::parse_jobs;
 use leasehold::sweep_engine::default_jobs;
+use leasehold::watchdog::{LeaseRun, LeaseWatch, stuck_outcome, supervise};
 use leasehold_protocol::Variant;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 pub struct HuntArgs<'a> {
     pub variants: &'a str,
@@ -25,6 +27,7 @@ pub struct HuntArgs<'a> {
     /// Where a guided hunt writes a failure file for each failure found
     /// by a mutated plan (which no seed alone replays).
     pub failures_dir: Option<&'a Path>,
+    pub checks: &'a RunChecksArgs,
 }
 
 pub fn run(args: HuntArgs<'_>) -> u8 {
@@ -34,6 +37,10 @@ pub fn run(args: HuntArgs<'_>) -> u8 {
     let jobs = match args.jobs.map(parse_jobs).transpose() {
         Ok(jobs) => jobs.unwrap_or_else(default_jobs),
         Err(e) => return bad_input(format!("--jobs: {e}")),
+    };
+    let run_timeout = match args.checks.run_timeout() {
+        Ok(t) => t,
+        Err(code) => return code,
     };
     let variants: Vec<Variant> = if args.variants == "all" {
         Variant::all().collect()
@@ -105,11 +112,31 @@ pub fn run(args: HuntArgs<'_>) -> u8 {
             return code;
         }
     }
+    let budget_file = match args.checks.budget_file(args.dir) {
+        Ok(file) => file,
+        Err(code) => return code,
+    };
+    let cost_budgets = match &budget_file {
+        Some(file) => scenarios
+            .iter()
+            .map(|s| one_budget(file, &s.scenario))
+            .collect(),
+        None => Vec::new(),
+    };
+    let watch = LeaseWatch::new(run_timeout);
+    let checks = HuntChecks {
+        watch: Some(&watch),
+        cost_budgets,
+    };
     let started = Instant::now();
     let options = HuntOptions {
         guided: args.guided,
     };
-    let report = hunt_with(&scenarios, &variants, args.budget, jobs, options);
+    let report = supervise(
+        &watch,
+        || hunt_with(&scenarios, &variants, args.budget, jobs, options, &checks),
+        |stuck, elapsed| report_stuck(&stuck, elapsed, run_timeout, args.json),
+    );
     let results = report.results;
     let elapsed_s = started.elapsed().as_secs_f64();
     let runs: u64 = results.iter().map(|r| r.runs).sum();
@@ -314,4 +341,42 @@ fn markdown(results: &[HuntResult], budget: u64, scenarios: usize) -> String {
         ));
     }
     out
+}
+
+/// A run past `--run-timeout`: the hunt ends with it, reported as a
+/// `simulation-healthy` failure of its variant with its replay command (a
+/// planted variant that hangs is caught, `correct` failed), since a run
+/// stuck in a step cannot be stopped.
+fn report_stuck(run: &LeaseRun<'_>, elapsed: Duration, limit: Duration, json: bool) -> u8 {
+    let outcome = stuck_outcome(run, elapsed, limit);
+    let replay = replay_command(run.file, run.seed, run.variant);
+    let violation = &outcome.violations[0];
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "stuck": {
+                    "variant": run.variant.name(),
+                    "scenario": run.scenario.name(),
+                    "seed": run.seed,
+                    "invariant": violation.invariant.name(),
+                    "message": violation.message,
+                    "replay": replay,
+                },
+            })
+        );
+    } else {
+        println!(
+            "STUCK: variant {} on {} seed {}: {} at {:.3} s: {}",
+            run.variant,
+            run.scenario.name(),
+            run.seed,
+            violation.invariant,
+            violation.time_ms as f64 / 1e3,
+            violation.message
+        );
+        println!("replay: {replay}");
+        println!("stopped: the hunt ends here, since a run stuck in a step cannot be stopped");
+    }
+    EXIT_VIOLATION
 }

@@ -17,6 +17,7 @@ macro_rules! println {
 }
 
 pub mod chart;
+pub mod cost_budget;
 pub mod coverage;
 pub mod explain;
 pub mod export;
@@ -26,10 +27,13 @@ pub mod progress;
 pub mod replay;
 pub mod report;
 pub mod run;
+pub mod run_checks;
 pub mod scenarios;
 pub mod shrink;
 pub mod sweep;
 pub mod variants;
+
+pub use run_checks::RunChecksArgs;
 
 use leasehold::{Scenario, ValidScenario};
 use leasehold_protocol::Variant;

@@ -1,6 +1,8 @@
 use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_run_inputs};
 use leasehold::ValidScenario;
 use leasehold::shrink::{FailureFile, RunSize, ShrinkError, ShrinkLimits, shrink};
+use leasehold::sweep_args::parse_duration;
+use leasehold::watchdog::{LeaseRun, LeaseWatch, simulate_watched, stuck_outcome, supervise};
 use leasehold_protocol::Variant;
 use std::path::{Path, PathBuf};
 
@@ -55,7 +57,12 @@ pub fn run(
     out: Option<&Path>,
     json: bool,
     max_memory: Option<&str>,
+    run_timeout: &str,
 ) -> u8 {
+    let run_timeout = match parse_duration(run_timeout) {
+        Ok(t) => t,
+        Err(e) => return bad_input(format!("--run-timeout: {e}")),
+    };
     let (scn, variant) = match load_run_inputs(scenario_path, variant) {
         Ok(inputs) => inputs,
         Err(code) => return code,
@@ -74,6 +81,31 @@ pub fn run(
     if let Err(code) = super::output_file("--out", &out_path, &[scenario_path]) {
         return code;
     }
+    // The seed's own run first, under the watchdog: a run stuck in a step
+    // is reported, not shrunk (every candidate would stick as well).
+    let watch = LeaseWatch::new(run_timeout);
+    let this_run = LeaseRun {
+        file: scenario_path,
+        scenario: &scn,
+        seed,
+        variant,
+    };
+    supervise(
+        &watch,
+        || simulate_watched(Some(&watch), this_run),
+        |stuck, elapsed| {
+            // As for any seed the tool cannot shrink: no failure file, so
+            // not exit 1 (which means "written").
+            let outcome = stuck_outcome(&stuck, elapsed, run_timeout);
+            let v = &outcome.violations[0];
+            bad_input(format!(
+                "cannot shrink seed {seed}: {}: {} (replay: {})",
+                v.invariant,
+                v.message,
+                leasehold::replay_command(stuck.file, stuck.seed, stuck.variant)
+            ))
+        },
+    );
     let f = match shrink(&scn, seed, variant, ShrinkLimits::default()) {
         Ok(r) => r,
         Err(ShrinkError::Passes(message)) => {

@@ -3,7 +3,8 @@
 
 use super::progress::{ProgressMode, ProgressReporter};
 use super::shrink::{failure_file_name, write_failure_file};
-use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_run_inputs};
+use super::{EXIT_OK, EXIT_VIOLATION, RunChecksArgs, bad_input, load_run_inputs};
+use leasehold::SeedResult;
 use leasehold::coverage::CoverageTally;
 use leasehold::lease_job::{LeaseJob, TimedSeedResult, replay_command, scenario_hash};
 use leasehold::measure::{self, Throughput};
@@ -18,6 +19,7 @@ use leasehold::sweep_engine::{
     Progress, StopReason, SweepOptions, SweepSink, default_jobs, run_sweep,
 };
 use leasehold::sweep_summary::{SweepSummary, write_junit};
+use leasehold::watchdog::{LeaseRun, LeaseWatch, stuck_outcome, supervise};
 use leasehold_protocol::Variant;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -89,6 +91,8 @@ pub struct SweepArgs {
     /// `merge` can sum them over shards.
     #[arg(long)]
     pub coverage: bool,
+    #[command(flatten)]
+    pub checks: RunChecksArgs,
 }
 
 /// Every input, checked before anything runs.
@@ -99,6 +103,7 @@ struct SweepPlan {
     time_budget: Option<Duration>,
     stop_after: Option<u64>,
     progress_every: Duration,
+    run_timeout: Duration,
 }
 
 fn plan(args: &SweepArgs) -> Result<SweepPlan, u8> {
@@ -117,6 +122,7 @@ fn plan(args: &SweepArgs) -> Result<SweepPlan, u8> {
     let stop_after = optional("--stop-after", &args.stop_after, parse_positive)?;
     let progress_every = parse_duration(&args.progress_every)
         .map_err(|e| bad_input(format!("--progress-every: {e}")))?;
+    let run_timeout = args.checks.run_timeout()?;
     // Checked before the sweep, not after it: a typo here must not cost the
     // sweep's minutes and then lose the failure files it was run for.
     if args.shrink
@@ -134,6 +140,7 @@ fn plan(args: &SweepArgs) -> Result<SweepPlan, u8> {
         time_budget,
         stop_after,
         progress_every,
+        run_timeout,
     })
 }
 
@@ -375,11 +382,19 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         .seeds(&plan.range)
         .filter(move |s| !done.contains(s));
 
+    let cost_budget = match args.checks.budget_for(&args.scenario, &scn) {
+        Ok(budget) => budget,
+        Err(code) => return code,
+    };
+    let watch = LeaseWatch::new(plan.run_timeout);
     let job = LeaseJob {
         scenario: &scn,
         variant,
         check_determinism: args.check_determinism,
+        watch: Some((&args.scenario, &watch)),
+        cost_budget: cost_budget.as_ref(),
     };
+    let stuck_context = context.clone();
     let mut options = SweepOptions::with_jobs(plan.jobs);
     options.time_budget = plan.time_budget;
     options.stop_after_failures = plan.stop_after.map(|n| n.saturating_sub(summary.failed()));
@@ -396,7 +411,11 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         coverage,
         mode: scn.scenario.protocol.heartbeat_mode,
     };
-    let run = run_sweep(&job, seeds, seeds_to_run, &options, &mut sink);
+    let run = supervise(
+        &watch,
+        || run_sweep(&job, seeds, seeds_to_run, &options, &mut sink),
+        |stuck, elapsed| report_stuck(args, &plan, &stuck_context, &stuck, elapsed),
+    );
     sink.progress.finish();
     let CliSink {
         summary,
@@ -562,4 +581,70 @@ fn continue_hint(args: &SweepArgs, raise_stop_after: bool) -> String {
         ),
         None => format!(" ({raise}use --out FILE and --resume to continue later)"),
     }
+}
+
+/// A seed past `--run-timeout`: it is reported as every failing seed is (on
+/// stdout, in `--out` and `--junit`), as the one failure of a sweep that
+/// ends here; the process then exits, the stuck run with it.
+fn report_stuck(
+    args: &SweepArgs,
+    plan: &SweepPlan,
+    context: &ResultContext,
+    run: &LeaseRun<'_>,
+    elapsed: Duration,
+) -> u8 {
+    let outcome = stuck_outcome(run, elapsed, plan.run_timeout);
+    let replay = replay_command(&args.scenario, run.seed, run.variant);
+    let timed = TimedSeedResult {
+        result: SeedResult::from_outcome(&outcome),
+        wall_us: u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
+        events_simulated: 0,
+        sim_time_us: 0,
+        coverage: outcome.coverage.clone(),
+    };
+    if let Some(out) = &args.out {
+        // A handle of its own, appending one whole line as the sweep's
+        // writer does (whose thread may be writing too).
+        let line = context.line(&timed, replay.clone());
+        let text = serde_json::to_string(&line).expect("a result line serialises") + "\n";
+        let written = std::fs::OpenOptions::new()
+            .append(true)
+            .open(out)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+        if let Err(e) = written {
+            eprintln!("error: --out {}: {e}", out.display());
+        }
+    }
+    let mut summary = SweepSummary::new(&context.scenario, &context.variant);
+    summary.add(&timed.result, || replay.clone());
+    let note = format!(
+        "stopped: seed {} ran past --run-timeout ({}); the sweep ends here, since a run stuck in a step cannot be stopped",
+        run.seed,
+        humantime::format_duration(plan.run_timeout)
+    );
+    if let Some(path) = &args.junit {
+        let mut case = summary.junit_case(Some(elapsed));
+        case.set_system_out(note.clone());
+        if let Err(e) = write_junit(path, "leasehold sweep", vec![case]) {
+            eprintln!("error: {e}");
+        }
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "scenario": summary.scenario,
+                "variant": summary.variant,
+                "seed_range": plan.range.to_string(),
+                "shard": plan.shard.to_string(),
+                "failed": summary.failed(),
+                "failures": summary.failures_json(),
+                "stopped": "run-timeout",
+            })
+        );
+    } else {
+        print!("{}", summary.failures[&run.seed].report_lines());
+        println!("{note}");
+    }
+    EXIT_VIOLATION
 }

@@ -79,6 +79,23 @@ impl InputSummary {
     }
 }
 
+/// As a step is named in messages: `start`, `timeout`, `store reply to
+/// request 7`, `effect reply (applied) to request 9`.
+impl std::fmt::Display for InputSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InputSummary::Start => f.write_str("start"),
+            InputSummary::Timeout => f.write_str("timeout"),
+            InputSummary::StoreReply { request } => {
+                write!(f, "store reply to request {}", request.0)
+            }
+            InputSummary::EffectReply { request, reply } => {
+                write!(f, "effect reply ({reply:?}) to request {}", request.0)
+            }
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LossReason {

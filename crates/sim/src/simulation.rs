@@ -45,6 +45,11 @@ pub struct RunLimits {
     pub max_events: u64,
     /// Bound on the event queue's length.
     pub max_queue_len: usize,
+    /// Bound on the outputs of one step. A node's step cannot be stopped
+    /// from outside while it runs, but its outputs are counted as soon as
+    /// it returns: a runaway loop that returns ends the run here, naming
+    /// the node and the step, before any of them is sent.
+    pub max_outputs_per_step: usize,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -1109,6 +1114,10 @@ impl<N: Node> Simulation<N> {
             .as_mut()
             .expect("stepping a live node")
             .step(local, input, out);
+        // One compare a step; the message is built out of line.
+        if out.len() > self.config.limits.max_outputs_per_step {
+            self.runaway_step(node, incarnation, input, out.len());
+        }
         if let Some(cut @ (StepFault::CrashBetweenOutputs { .. } | StepFault::Pause { .. })) = fault
         {
             return self.step_cut_short(node, incarnation, node_step, cut, out, observer);
@@ -1131,6 +1140,27 @@ impl<N: Node> Simulation<N> {
         } else {
             self.rearm_timer(node);
         }
+    }
+
+    /// A step that returned more outputs than `limits.max_outputs_per_step`:
+    /// the run ends with an assertion naming the step, as the record before
+    /// it (`Step`) does: the node, its incarnation, the time and the input.
+    #[cold]
+    #[inline(never)]
+    fn runaway_step(
+        &self,
+        node: NodeId,
+        incarnation: u32,
+        input: &Input<N::Key, N::Value>,
+        outputs: usize,
+    ) -> ! {
+        panic!(
+            "a step returned {outputs} outputs, past limits.max_outputs_per_step ({}): {} (incarnation {incarnation}) at {:.3} s on {}",
+            self.config.limits.max_outputs_per_step,
+            self.slots[node.index()].spec.name,
+            self.now_us as f64 / 1e6,
+            InputSummary::of(input),
+        )
     }
 
     /// A step whose outputs a fault cuts short (a crash between them, or a
@@ -2306,6 +2336,7 @@ mod tests {
                 max_sim_time_us: 10_000_000,
                 max_events: 1_000,
                 max_queue_len: 1_000,
+                max_outputs_per_step: 1_000,
             },
         };
         let mut sim: Simulation<Asker> =
