@@ -402,7 +402,7 @@ impl Worker {
         debug_assert!(matches!(taken, Purpose::Poll));
         // `on_poll_reply` with no documents: no candidates.
         self.last_poll_candidates = 0;
-        self.spread.page_read(false);
+        self.spread.page_read(0, false);
         self.poll_idle(now);
         self.on_time_plain_by_tail_calls(now);
     }
@@ -1088,14 +1088,8 @@ impl Worker {
 
     #[inline(always)]
     fn send_poll(&mut self, now: Instant, in_place: bool) {
-        // The planted bug `herd-claims` reads the head of the index, as
-        // every other worker does.
         let arc = self.spread.next_arc();
-        let (start, end) = if self.variant() == Variant::HerdClaims {
-            DocKey::pending_range()
-        } else {
-            DocKey::pending_spots(arc.start, arc.end)
-        };
+        let (start, end) = DocKey::pending_spots(arc.start, arc.end);
         self.polling = true;
         self.next_poll_at = NEVER;
         let deadline = now.plus_us(self.store_timeout_us);
@@ -1366,13 +1360,15 @@ impl Worker {
         const _: () = assert!(POLL_BATCH <= u8::MAX as u32, "a count fits a u8");
         let mut places = [0u8; POLL_BATCH as usize];
         let mut candidates = 0;
+        let mut newest = 0;
         for (i, d) in docs.iter().enumerate() {
-            if is_candidate(d) {
+            newest = newest.max(d.version);
+            if is_candidate(d) && self.spread.may_claim(d.version) {
                 places[candidates] = i as u8;
                 candidates += 1;
             }
         }
-        self.spread.page_read(candidates > 0);
+        self.spread.page_read(newest, candidates > 0);
         self.last_poll_candidates = candidates as u8;
         if candidates == 0 {
             self.poll_idle(now);
@@ -1382,13 +1378,15 @@ impl Worker {
             self.poll_later(now);
             return;
         }
-        // Spread over the candidates too; `herd-claims` by worker id alone.
+        // Spread over the candidates too. `herd-claims` picks by worker id
+        // alone and learns nothing from its races, so it reads the whole
+        // index every time.
         let pick = if self.variant() == Variant::HerdClaims {
             (self.me.worker as usize + self.claim_retries as usize) % candidates
         } else {
+            self.spread.claim_sent();
             self.spread.pick(candidates)
         };
-        self.spread.claim_sent();
         let doc = &docs[places[pick] as usize];
         let DocKey::Task { task } = doc.key else {
             unreachable!("filtered")
