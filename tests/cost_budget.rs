@@ -1,7 +1,8 @@
 //! The cost budget: silent on the correct protocol, firing on a protocol
 //! that asks the store for many times what it needs (here configured so: a
 //! reclaimer scanning fifty times as often, as a mutant's did; workers
-//! polling ten times as often), in the library and through the CLI.
+//! polling ten times as often; and the planted `herd-claims`), in the
+//! library and through the CLI.
 
 mod common;
 use common::*;
@@ -74,6 +75,35 @@ fn a_reclaimer_reading_fifty_times_as_often_is_over_budget() {
             && message.contains("over seeds 1..10000 x 2 + 50 ops"),
         "{message}"
     );
+}
+
+/// The planted cost bug: every idle worker reading the same head of the
+/// pending index, on the scenario where a crowd polls for a trickle of work.
+/// Every invariant holds; the claims each task draws put the workers'
+/// writes over budget. The correct protocol's spread claims, on the same
+/// seeds, stay within it.
+#[test]
+fn herd_claims_are_over_budget_on_an_idle_fleet_and_spread_claims_are_not() {
+    let scn = scenario("idle-fleet");
+    let budget = shipped_budget(&scn);
+    for seed in 1..=3 {
+        let herd = simulate(&scn, seed, Variant::HerdClaims, None);
+        assert!(herd.ok(), "a cost, not a safety bug: {:?}", herd.violations);
+        let verdict = judge(&scn, &herd, &budget).expect("a run with counts");
+        let over: Vec<&str> = verdict.over.iter().map(|o| o.figure).collect();
+        assert!(
+            over.contains(&"worker_writes_per_task"),
+            "seed {seed}: {:?}",
+            verdict.message
+        );
+        let spread = simulate(&scn, seed, Variant::Correct, None);
+        let verdict = judge(&scn, &spread, &budget).expect("a run with counts");
+        assert!(
+            verdict.over.is_empty(),
+            "seed {seed}: {:?}",
+            verdict.message
+        );
+    }
 }
 
 #[test]

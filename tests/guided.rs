@@ -85,7 +85,7 @@ fn a_guided_hunt_catches_every_planted_bug_and_correct_survives() {
         budget,
         jobs,
         options,
-        &HuntChecks::default(),
+        &shipped_hunt_checks(&scenarios),
     );
     for r in &report.results {
         println!(

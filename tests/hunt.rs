@@ -1,9 +1,10 @@
 //! Bug-finding power, in CI: every planted bug is caught within a small
-//! budget and the correct protocol survives it on every scenario.
+//! budget and the correct protocol survives it on every scenario, judged as
+//! `leasehold hunt` judges (the invariants and the shipped cost budgets).
 
 mod common;
 use common::*;
-use leasehold::hunt::{HuntScenario, hunt};
+use leasehold::hunt::{HuntOptions, HuntScenario, hunt_with};
 use leasehold_protocol::Variant;
 
 #[test]
@@ -20,7 +21,21 @@ fn every_planted_bug_is_caught_and_correct_survives() {
     let variants: Vec<Variant> = Variant::all().collect();
     assert!(variants.len() >= 15);
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let results = hunt(&scenarios, &variants, budget, jobs);
+    // With the shipped cost budgets, as `leasehold hunt` judges by default.
+    let checks = shipped_hunt_checks(&scenarios);
+    assert!(
+        checks.cost_budgets.iter().all(Option::is_some),
+        "every hunt scenario has a budget"
+    );
+    let results = hunt_with(
+        &scenarios,
+        &variants,
+        budget,
+        jobs,
+        HuntOptions::default(),
+        &checks,
+    )
+    .results;
     assert_eq!(results.len(), variants.len());
     for r in &results {
         println!(

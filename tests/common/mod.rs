@@ -81,3 +81,21 @@ pub fn assert_bad_input(o: &Output, needles: &[&str]) {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(err.lines().count(), 1, "one clear line: {err}");
 }
+
+/// The checks `leasehold hunt` makes by default: each scenario's cost
+/// budget from the shipped `scenarios/cost-budget.jsonl` (a planted cost
+/// bug, `herd-claims`, is caught only so).
+pub fn shipped_hunt_checks<'a>(
+    scenarios: &[leasehold::hunt::HuntScenario],
+) -> leasehold::hunt::HuntChecks<'a> {
+    use leasehold::cost_budget::{BudgetFile, budget_for};
+    let file = BudgetFile::read(&BudgetFile::default_path(&root().join("scenarios")))
+        .expect("the shipped budget file reads");
+    leasehold::hunt::HuntChecks {
+        watch: None,
+        cost_budgets: scenarios
+            .iter()
+            .map(|s| budget_for(&file, &s.scenario).ok().cloned())
+            .collect(),
+    }
+}

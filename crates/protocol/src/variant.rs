@@ -168,6 +168,14 @@ impl Variant {
     pub fn from_name(name: &str) -> Option<Variant> {
         CATALOGUE.iter().find(|i| i.name == name).map(|i| i.variant)
     }
+
+    /// A planted bug that costs store requests and breaks no invariant:
+    /// only the cost budget catches it, judged against the budget measured
+    /// on a scenario's exact text (so a shrunk copy of the scenario, with no
+    /// budget of its own, cannot hold it).
+    pub fn is_cost(self) -> bool {
+        matches!(self, Variant::HerdClaims)
+    }
 }
 
 impl std::fmt::Display for Variant {
