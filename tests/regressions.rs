@@ -79,11 +79,11 @@ fn a_fault_that_needs_a_kind_of_message_finds_it_at_any_time() {
 /// recording a step's progress and calling its effect) may find it far from
 /// where it struck once the faults that led there are gone, and not on the
 /// first step of its kind either: the shrinker also tries it on each step of
-/// its node and kind, nearest first. Without that, this shrink stops at 3
+/// its node and kind, nearest first. Without that, this shrink stops at 2
 /// faults.
 #[test]
 fn a_lone_fault_is_tried_step_by_step() {
-    shrinks_to_one_fault_and_one_worker("progress-before-effect", 22, "exactly-once-effects", 1);
+    shrinks_to_one_fault_and_one_worker("progress-before-effect", 13, "exactly-once-effects", 1);
 }
 
 /// Shrink `variant`'s failure on ambiguous-claim `seed`: it must keep

@@ -13,15 +13,17 @@
 //!   queue.
 //! - **`share_log2` is learnt from lost races.** It starts at 0 (the whole
 //!   index: a small fleet races rarely and claims as it always did), grows
-//!   with each race lost (by 1, then 2, 4, 8 for losses in a row, so a
+//!   with each race lost (by 1, then 2, then 4 for losses in a row, so a
 //!   large fleet is found in a few) and shrinks by 1 after
 //!   `WIDEN_AFTER_WINS` races won in a row.
-//! - **Nothing waits for ever.** After `LOOK_AROUND_AFTER` polls in a row
-//!   that found nothing to claim, a poll reads the whole index instead, and
-//!   claims only a task that was pending already at the worker's previous
-//!   such look (its version is at most the newest the worker had seen
-//!   then): a task no arc happened to reach. Fresh tasks are left to the
-//!   arcs, so looking around starts no race for them.
+//! - **Nothing waits for ever.** Every `LOOK_EVERY`-th poll of a worker
+//!   with a share reads the whole index instead, and claims only a task
+//!   that was pending already at the worker's previous such look (its
+//!   version is at most the newest the worker had seen then): a task no arc
+//!   happened to reach. Finding one means the share is too narrow for the
+//!   tasks there are (the tail of a backlog, a fleet that has shrunk), and
+//!   halves `share_log2`. Fresh tasks are left to the arcs, so looking
+//!   around starts no race for them.
 
 use crate::docs::Owner;
 use leasehold_interface::Version;
@@ -32,16 +34,21 @@ pub(super) const MAX_SHARE_LOG2: u8 = 16;
 /// of a small fleet, which loses a race now and then whatever its share,
 /// kept a narrow one longer, and its tasks waited longer to be claimed.)
 pub(super) const WIDEN_AFTER_WINS: u8 = 8;
-/// The most a single lost race narrows the share by (powers of two).
-const MAX_NARROW_STEP: u8 = 8;
-/// The poll after this many in a row that found nothing to claim looks
-/// around. (Looking around every eighth poll, each look reading up to a
-/// page of tasks it may not claim, made the documents polls read per event
-/// grow with the fleet, 1.4 times from 10 to 1,000 workers on the scaled
-/// one-hour scenarios, against 1.3 before claims were spread.)
-pub(super) const LOOK_AROUND_AFTER: u8 = 16;
+/// The most a single lost race narrows the share by (powers of two). A
+/// fleet booting onto a backlog races for the head of the index all at
+/// once; steps of eight left it arcs too narrow for the backlog's last tasks
+/// a while longer (the load chart's 3,000 x 10 task-mode fleet filled its
+/// slots in 52.9 s against 45.9 s), for no fewer lost races.
+const MAX_NARROW_STEP: u8 = 4;
+/// Every this many polls, a worker with a share looks around. (Every 16th
+/// filled a fleet booting onto a backlog slower; every 8th made the
+/// documents polls read per event grow 1.45 times from 10 to 1,000 workers
+/// on the scaled one-hour scenarios, near the 1.5 that tests/work_per_event.rs
+/// allows.)
+pub(super) const LOOK_EVERY: u8 = 12;
 
 const _: () = assert!(MAX_SHARE_LOG2 < 32, "an arc holds at least one spot");
+const _: () = assert!(LOOK_EVERY > 1, "most polls read an arc");
 
 /// One worker incarnation's claim spreading. Kept in a box beside the
 /// worker: only polls and claim replies read it, and the worker's own size
@@ -58,18 +65,17 @@ pub(super) struct ClaimSpread {
     wins: u8,
     /// Races lost in a row, at most `MAX_SHARE_LOG2`.
     losses: u8,
-    /// Polls in a row that found nothing to claim, below
-    /// `LOOK_AROUND_AFTER`.
-    empty_polls: u8,
+    /// Polls since the last look around, below `LOOK_EVERY`.
+    polls_since_look: u8,
     /// The poll in flight reads the whole index to look around.
     looking_around: bool,
     /// A claim from a poll's page is in flight.
     claiming: bool,
     /// The newest version our poll replies have shown.
     seen: Version,
-    /// `seen` at our last look around: a task at or below it was pending
-    /// already then.
-    seen_at_last_look: Version,
+    /// `seen` at our last look around, once we have looked: a task at or
+    /// below it was pending already then.
+    seen_at_last_look: Option<Version>,
 }
 
 /// Where a poll reads: the spots `[start, end)`, `end` at most `2^32`.
@@ -94,11 +100,11 @@ impl ClaimSpread {
             share_log2: 0,
             wins: 0,
             losses: 0,
-            empty_polls: 0,
+            polls_since_look: 0,
             looking_around: false,
             claiming: false,
             seen: 0,
-            seen_at_last_look: 0,
+            seen_at_last_look: None,
         })
     }
 
@@ -106,11 +112,13 @@ impl ClaimSpread {
     pub(super) fn next_arc(&mut self) -> Arc {
         self.polls = self.polls.wrapping_add(1);
         let log2 = self.share_log2;
-        debug_assert!(log2 <= MAX_SHARE_LOG2 && self.empty_polls < LOOK_AROUND_AFTER);
-        self.looking_around = log2 > 0 && self.empty_polls + 1 == LOOK_AROUND_AFTER;
+        debug_assert!(log2 <= MAX_SHARE_LOG2 && self.polls_since_look < LOOK_EVERY);
+        self.looking_around = log2 > 0 && self.polls_since_look + 1 == LOOK_EVERY;
         if log2 == 0 || self.looking_around {
+            self.polls_since_look = 0;
             return WHOLE;
         }
+        self.polls_since_look += 1;
         let width = 1u64 << (32 - log2);
         // The top `log2` bits of a draw pick one of the `2^log2` arcs.
         let start = (self.draw(u64::MAX) >> (64 - log2)) * width;
@@ -122,9 +130,10 @@ impl ClaimSpread {
 
     /// Whether a candidate at `version` in the page of the poll in flight
     /// may be claimed: any in an arc; looking around, only one that was
-    /// pending already at our last look.
+    /// pending already at our last look (at the first look, before this
+    /// poll).
     pub(super) fn may_claim(&self, version: Version) -> bool {
-        !self.looking_around || version <= self.seen_at_last_look
+        !self.looking_around || version <= self.seen_at_last_look.unwrap_or(self.seen)
     }
 
     /// Which of a page's `candidates` (at least one) to claim.
@@ -138,14 +147,14 @@ impl ClaimSpread {
     pub(super) fn page_read(&mut self, newest: Version, found: bool) {
         self.seen = self.seen.max(newest);
         if self.looking_around {
-            self.seen_at_last_look = self.seen;
+            self.seen_at_last_look = Some(self.seen);
+            if found {
+                // Tasks left pending since the last look: the share is too
+                // narrow for the tasks there are.
+                self.share_log2 /= 2;
+                self.losses = 0;
+            }
         }
-        self.empty_polls = if found || self.looking_around || self.share_log2 == 0 {
-            0
-        } else {
-            self.empty_polls + 1
-        };
-        debug_assert!(self.empty_polls < LOOK_AROUND_AFTER);
     }
 
     /// A claim went out for a task from a poll's page.
@@ -173,7 +182,7 @@ impl ClaimSpread {
             return;
         }
         self.wins = 0;
-        let step = (1u8 << self.losses.min(3)).min(MAX_NARROW_STEP);
+        let step = (1u8 << self.losses.min(2)).min(MAX_NARROW_STEP);
         self.losses = (self.losses + 1).min(MAX_SHARE_LOG2);
         self.share_log2 = (self.share_log2 + step).min(MAX_SHARE_LOG2);
     }
@@ -236,16 +245,10 @@ mod tests {
     #[test]
     fn lost_races_narrow_the_arcs_faster_when_in_a_row() {
         let mut s = spread(3);
-        lose(&mut s, 1);
-        assert_eq!(s.share_log2, 1);
-        lose(&mut s, 1);
-        assert_eq!(s.share_log2, 3);
-        lose(&mut s, 1);
-        assert_eq!(s.share_log2, 7);
-        lose(&mut s, 1);
-        assert_eq!(s.share_log2, 15);
-        lose(&mut s, 1);
-        assert_eq!(s.share_log2, MAX_SHARE_LOG2, "at most the narrowest");
+        for expected in [1, 3, 7, 11, 15, MAX_SHARE_LOG2, MAX_SHARE_LOG2] {
+            lose(&mut s, 1);
+            assert_eq!(s.share_log2, expected);
+        }
         // A win ends the run of losses: the next loss narrows by one.
         let mut s = spread(3);
         lose(&mut s, 2);
@@ -283,6 +286,9 @@ mod tests {
         let mut seen = std::collections::BTreeSet::new();
         for _ in 0..1_000 {
             let arc = s.next_arc();
+            if arc == WHOLE {
+                continue; // a look around
+            }
             assert_eq!(arc.end - u64::from(arc.start), width);
             assert_eq!(u64::from(arc.start) % width, 0, "aligned");
             seen.insert(arc.start);
@@ -300,42 +306,45 @@ mod tests {
         assert!(starts.len() > 20, "{starts:?}");
     }
 
+    /// Reads `polls` arcs (none the whole index), each page showing
+    /// version `newest`.
+    fn read_arcs(s: &mut ClaimSpread, polls: u8, newest: Version) {
+        for _ in 0..polls {
+            assert_ne!(s.next_arc(), WHOLE);
+            assert!(s.may_claim(u64::MAX), "an arc's tasks are all claimable");
+            s.page_read(newest, false);
+        }
+    }
+
     #[test]
-    fn after_empty_polls_a_look_around_claims_only_what_was_left_pending() {
+    fn every_twelfth_poll_looks_around_and_claims_only_what_was_left_pending() {
         let mut s = spread(5);
         lose(&mut s, 3);
-        let arc_width = 1u64 << (32 - 7);
-        // Empty arcs, up to the look around: a page with a task at version
-        // 40 that others took (nothing to claim in it).
-        for _ in 0..LOOK_AROUND_AFTER - 1 {
-            let arc = s.next_arc();
-            assert_eq!(arc.end - u64::from(arc.start), arc_width);
-            assert!(s.may_claim(40), "an arc's tasks are all claimable");
-            s.page_read(40, false);
-        }
+        assert_eq!(s.share_log2, 7);
+        read_arcs(&mut s, LOOK_EVERY - 1, 40);
         assert_eq!(s.next_arc(), WHOLE, "the look around reads everything");
-        // Nothing seen at a look before: nothing left pending since then.
-        assert!(!s.may_claim(1));
+        // The first look: pending since before it (version 40 or older).
+        assert!(s.may_claim(40) && !s.may_claim(41));
         s.page_read(50, false);
+        assert_eq!(s.share_log2, 7, "nothing left pending: the share holds");
         // The next look claims what was pending at this one, no newer.
-        for _ in 0..LOOK_AROUND_AFTER - 1 {
-            assert_ne!(s.next_arc(), WHOLE);
-            s.page_read(60, false);
-        }
+        read_arcs(&mut s, LOOK_EVERY - 1, 60);
         assert_eq!(s.next_arc(), WHOLE);
         assert!(s.may_claim(50) && !s.may_claim(51));
+        // Something left pending since the last look: the share halves.
         s.page_read(70, true);
-        // Something found resets the count.
-        for _ in 0..3 {
-            assert_ne!(s.next_arc(), WHOLE);
-            s.page_read(0, true);
-        }
-        for _ in 0..LOOK_AROUND_AFTER - 1 {
-            assert_ne!(s.next_arc(), WHOLE);
-            s.page_read(0, false);
-        }
+        assert_eq!(s.share_log2, 3);
+        read_arcs(&mut s, LOOK_EVERY - 1, 70);
         assert_eq!(s.next_arc(), WHOLE);
         assert!(s.may_claim(70) && !s.may_claim(71));
+        s.page_read(70, true);
+        assert_eq!(s.share_log2, 1);
+        // Arcs found tasks or not, the looks come every twelfth poll.
+        for _ in 0..LOOK_EVERY - 1 {
+            assert_ne!(s.next_arc(), WHOLE);
+            s.page_read(80, true);
+        }
+        assert_eq!(s.next_arc(), WHOLE);
     }
 
     #[test]
@@ -346,6 +355,7 @@ mod tests {
             assert!(s.may_claim(u64::MAX), "every candidate is claimable");
             s.page_read(0, false);
         }
+        assert_eq!(s.seen_at_last_look, None);
     }
 
     #[test]
