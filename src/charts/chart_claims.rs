@@ -367,7 +367,7 @@ impl super::render::ChartImage for ClaimsChart {
         ))
         .map_err(err)?;
         root.draw(&Text::new(
-            "herd-claims: every idle worker reads the same head of the pending index. correct: each poll reads from its own point, and a fresh task is raced for by few.",
+            "herd-claims: every idle worker reads the same head of the pending index. correct: each poll reads one arc of it, as narrow as the worker's lost races say.",
             (20, HEIGHT_PX as i32 - 26),
             note_font(),
         ))

@@ -369,7 +369,7 @@ impl super::render::ChartImage for StoreLoadChart {
         ))
         .map_err(err)?;
         root.draw(&Text::new(
-            "Worker polls and claims outgrow heartbeats as the fleet grows: every idle worker reads the same head of the pending index, so claims collide (dashed: no collisions).",
+            "Idle polling, not heartbeats, is most of the load; claims spread over the pending index keep the total on the expectation without collisions (dashed).",
             (20, HEIGHT_PX as i32 - 26),
             note_font(),
         ))
