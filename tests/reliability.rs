@@ -590,7 +590,7 @@ fn explains_default_cut_keeps_the_lines_about_the_violation() {
         "run",
         "scenarios/friday-rush.json",
         "--seed",
-        "7",
+        "4",
         "--variant",
         "claim-ack-lost",
         "--trace",
