@@ -50,6 +50,42 @@ enum Command {
         #[arg(long, value_name = "SIZE")]
         max_memory: Option<String>,
     },
+    /// Run a scenario's fleet for real against a SQLite or PostgreSQL store
+    /// (a thread per node, the real clock run --speed times fast, faults
+    /// drawn from the seed) and judge what it recorded. Not deterministic.
+    Live {
+        /// Scenario file (JSON), e.g. scenarios/friday-rush.json
+        scenario: PathBuf,
+        /// sqlite:PATH or postgres://USER[:PASSWORD]@HOST[:PORT]/DB
+        #[arg(long, value_name = "URL")]
+        store: String,
+        /// Seed of the fault model's draw (which faults, when).
+        #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+        seed: u64,
+        /// Protocol variant (see `leasehold variants`).
+        #[arg(long, default_value = "correct")]
+        variant: String,
+        /// Time runs N times fast: every protocol timing lasts 1/N of its
+        /// stated value (1 to 1000).
+        #[arg(
+            long,
+            value_name = "N",
+            default_value_t = 10,
+            allow_negative_numbers = true
+        )]
+        speed: u64,
+        /// Print one JSON object instead of the human report.
+        #[arg(long)]
+        json: bool,
+        /// Write the run's records as a trace to FILE (read it with
+        /// `replay --check`, `explain`, `export`).
+        #[arg(long, value_name = "FILE")]
+        trace: Option<PathBuf>,
+        /// Empty the store's own tables first if they hold documents
+        /// (without it such a store is refused).
+        #[arg(long)]
+        reset: bool,
+    },
     /// Run every seed in a range on all cores; report each failing seed with
     /// its replay command, in seed order.
     Sweep(commands::sweep::SweepArgs),
@@ -289,6 +325,25 @@ fn dispatch(command: Command) -> u8 {
             check_determinism,
             max_memory.as_deref(),
         ),
+        Command::Live {
+            scenario,
+            store,
+            seed,
+            variant,
+            speed,
+            json,
+            trace,
+            reset,
+        } => commands::live::run(&commands::live::LiveArgs {
+            scenario: &scenario,
+            store: &store,
+            seed,
+            variant: &variant,
+            speed,
+            json,
+            trace: trace.as_deref(),
+            reset,
+        }),
         Command::Sweep(args) => commands::sweep::sweep(&args),
         Command::Merge(args) => commands::merge::merge(&args),
         Command::Coverage(args) => commands::coverage::run(&args),

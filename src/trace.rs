@@ -29,6 +29,20 @@ pub struct TraceHeader {
     pub scenario: String,
     pub seed: u64,
     pub variant: String,
+    /// A live run's trace (`leasehold live`): its records cannot be had
+    /// again by re-running; readers judge and tell the records themselves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<LiveHeader>,
+}
+
+/// What a live run's trace says about the run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LiveHeader {
+    /// The store, without its password.
+    pub store: String,
+    pub speed: u64,
+    pub note: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -38,6 +52,10 @@ pub struct TraceEnd {
     pub events: u64,
     pub ok: bool,
     pub invariants: Vec<String>,
+    /// A live run's end, in scenario µs (a simulated run's is its last
+    /// event's): what its records are judged at again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_us: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -64,6 +82,7 @@ impl TraceEnd {
                         .map(|_| crate::run::CUT_SHORT.to_string()),
                 )
                 .collect(),
+            end_us: None,
         }
     }
 
@@ -107,6 +126,7 @@ impl TraceHeader {
             scenario: scenario_source.to_string(),
             seed,
             variant: variant.to_string(),
+            live: None,
         }
     }
 }
