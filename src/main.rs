@@ -103,6 +103,10 @@ enum Command {
         /// Print one JSON object instead of the human report.
         #[arg(long)]
         json: bool,
+        /// Judge the trace's records again instead of re-running it, and
+        /// hold the verdict to its end line (what a live run's trace gets).
+        #[arg(long)]
+        check: bool,
         /// Refuse to start a run whose estimated peak memory is over SIZE
         /// (512MiB, 4GiB) [default: half of this machine's memory]
         #[arg(long, value_name = "SIZE")]
@@ -350,8 +354,9 @@ fn dispatch(command: Command) -> u8 {
         Command::Replay {
             file,
             json,
+            check,
             max_memory,
-        } => commands::replay::replay(&file, json, max_memory.as_deref()),
+        } => commands::replay::replay(&file, json, check, max_memory.as_deref()),
         Command::Variants { json } => commands::variants::variants(json),
         Command::Shrink {
             scenario,

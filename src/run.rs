@@ -1042,3 +1042,77 @@ impl<'a, 'b> RecordJudge<'a, 'b> {
         }
     }
 }
+
+/// A run's records as a trace file holds them (one JSON line each), for a
+/// run that cannot be had again by re-running: a live run's.
+#[derive(Clone, Debug)]
+pub struct RecordedRun {
+    pub records: Vec<String>,
+    /// When the run ended (the trace's `end.end_us`; else its last record).
+    pub end_us: Option<u64>,
+    /// The run was stopped before its no-lost-task deadline (its end line
+    /// says `cut-short`): liveness is not judged.
+    pub cut_short: bool,
+}
+
+/// How a run is had again: re-simulated from its seed (and plan, if given),
+/// or judged from its records.
+#[derive(Clone, Debug)]
+pub enum Rerun {
+    Seed(Option<FaultPlan>),
+    Recorded(Arc<RecordedRun>),
+}
+
+impl Rerun {
+    /// The run again, every record handed to `extra` too.
+    pub fn run(
+        &self,
+        scn: &ValidScenario,
+        seed: u64,
+        variant: Variant,
+        extra: Option<ExtraObserver<'_>>,
+    ) -> RunOutcome {
+        match self {
+            Rerun::Seed(plan) => simulate_with_plan(scn, seed, variant, plan.clone(), extra),
+            Rerun::Recorded(recorded) => judge_recorded(scn, seed, variant, recorded, extra)
+                .unwrap_or_else(|e| panic!("records checked when the trace was read: {e}")),
+        }
+    }
+}
+
+/// Judge `recorded`'s records (each a trace line) as a run of `scn`: the
+/// checker and the rest of a run's observer, and `extra`, see each in
+/// turn. Errors name the record (1-based, as the trace's line 2 is the
+/// first record) that does not read.
+pub fn judge_recorded(
+    scn: &ValidScenario,
+    seed: u64,
+    variant: Variant,
+    recorded: &RecordedRun,
+    extra: Option<ExtraObserver<'_>>,
+) -> Result<RunOutcome, String> {
+    let roles = node_roles(scn);
+    let mut judge = RecordJudge::new(scn, seed, variant, &roles, extra);
+    let mut last_us = 0;
+    for (i, line) in recorded.records.iter().enumerate() {
+        let record: leasehold_sim::OwnedRecord<DocKey, DocValue, LeaseEvent> =
+            serde_json::from_str(line).map_err(|e| format!("line {}: {e}", i + 2))?;
+        if record.time_us < last_us {
+            return Err(format!(
+                "line {}: time_us {} is before the record above ({last_us})",
+                i + 2,
+                record.time_us
+            ));
+        }
+        last_us = record.time_us;
+        judge.record(&record.as_record());
+    }
+    let cut = recorded
+        .cut_short
+        .then_some(("its trace's end line (cut short)", 0));
+    Ok(judge.finish(
+        recorded.end_us.unwrap_or(last_us),
+        StopReason::Observer,
+        cut,
+    ))
+}

@@ -217,7 +217,7 @@ impl TraceFile {
         // this version wrote: another version may write records this one
         // does not know, and its differences are divergences the version
         // note already warns of, not corruption.
-        if header.leasehold_version == LEASEHOLD_VERSION {
+        if header.leasehold_version == LEASEHOLD_VERSION || header.live.is_some() {
             for (i, line) in lines.iter().enumerate().take(last - 1).skip(1) {
                 check_record(line).map_err(|e| format!("line {}: {e}", i + 1))?;
             }
@@ -229,6 +229,23 @@ impl TraceFile {
             records,
             footer,
         })
+    }
+}
+
+impl TraceFile {
+    /// The records as a recorded run, to be judged again (`replay
+    /// --check`, and every reader of a live run's trace).
+    pub fn recorded(&self) -> crate::run::RecordedRun {
+        crate::run::RecordedRun {
+            records: self.records.clone(),
+            end_us: self.footer.end.end_us,
+            cut_short: self
+                .footer
+                .end
+                .invariants
+                .iter()
+                .any(|i| i == crate::run::CUT_SHORT),
+        }
     }
 }
 

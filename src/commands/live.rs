@@ -188,7 +188,7 @@ fn print_report(
         );
     }
     println!(
-        "  store: {} requests, {:.0}/s; {} failed by the store{}; {} reconnects; {} outcomes unknown; {} replies later than the scenario's bound",
+        "  store: {} requests, {:.0}/s; {} failed by the store{}; {} reconnects; {} outcomes unknown; {} replies later than the scenario's bound; {} host stalls (recorded as pauses)",
         report.store_requests,
         report.store_requests_per_s,
         report.store_errors,
@@ -198,7 +198,8 @@ fn print_report(
             .map_or(String::new(), |e| format!(" (first: {e})")),
         report.reconnects,
         report.unknown_outcomes,
-        report.late_replies
+        report.late_replies,
+        report.host_stalls
     );
     if let Some(s) = stats {
         let st = &s.store;

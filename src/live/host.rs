@@ -34,6 +34,13 @@ type Request = StoreRequest<DocKey, DocValue>;
 /// The longest a waiting thread sleeps before it looks at the stop flag
 /// again, in real time.
 const POLL: Duration = Duration::from_millis(20);
+/// How long the recorder holds a record for others stamped before it (a
+/// thread may be preempted between stamping a record and handing it over),
+/// in real time.
+const RECORD_WINDOW: Duration = Duration::from_millis(100);
+/// How long a record waits for a write it depends on before the recorder
+/// gives that write up (a commit whose outcome stays unknown), real time.
+const GIVE_UP_WAITING: Duration = Duration::from_secs(5);
 /// How often a store thread tries to reconnect to a store that failed.
 const RECONNECT_EVERY: Duration = Duration::from_millis(200);
 
@@ -49,9 +56,20 @@ impl Clock {
         (self.start.elapsed().as_micros() as u64).saturating_mul(self.speed)
     }
 
+    /// Scenario time at `instant` (taken after the run began).
+    fn us_at(&self, instant: Instant) -> u64 {
+        (instant.saturating_duration_since(self.start).as_micros() as u64)
+            .saturating_mul(self.speed)
+    }
+
     /// The real time `us` of scenario time lasts.
     fn real(&self, us: u64) -> Duration {
         Duration::from_micros(us / self.speed)
+    }
+
+    /// The scenario time `real` lasts.
+    fn scenario(&self, real: Duration) -> u64 {
+        (real.as_micros() as u64).saturating_mul(self.speed)
     }
 
     /// The real time from now until scenario time `at_us` (zero if past).
@@ -168,6 +186,9 @@ struct Shared<'a> {
     unknown_outcomes: AtomicU64,
     reconnects: AtomicU64,
     late_replies: AtomicU64,
+    /// A wake-up later than this (scenario µs) is a stall of the host.
+    stall_after_us: u64,
+    host_stalls: AtomicU64,
     /// Threads still running.
     alive: AtomicUsize,
 }
@@ -325,6 +346,8 @@ pub(super) fn run(
         unknown_outcomes: AtomicU64::new(0),
         reconnects: AtomicU64::new(0),
         late_replies: AtomicU64::new(0),
+        stall_after_us: latency_us.1.max(s.protocol.store_timeout_ms * 1_000 / 4),
+        host_stalls: AtomicU64::new(0),
         alive: AtomicUsize::new(0),
     };
     let (wire_tx, wire_rx) = channel::<Timed>();
@@ -473,11 +496,21 @@ pub(super) fn run(
         // this thread.
         let mut recorder = Recorder::new();
         let max_us = s.limits.max_sim_time_ms.saturating_mul(1_000);
+        let window_us = clock.scenario(RECORD_WINDOW);
+        let give_up_us = clock.scenario(GIVE_UP_WAITING);
         stop_reason = loop {
             if let Ok(entry) = records_rx.recv_timeout(POLL) {
-                recorder.push(entry, &mut |r| judge.record(r));
+                recorder.push(entry);
+                while let Ok(entry) = records_rx.try_recv() {
+                    recorder.push(entry);
+                }
             }
             let now = clock.now_us();
+            recorder.release(
+                now.saturating_sub(window_us),
+                now.saturating_sub(give_up_us),
+                &mut |r| judge.record(r),
+            );
             if interrupt.load(Ordering::Relaxed) {
                 cut = Some(("interrupted (Ctrl-C)", 0));
                 break StopReason::Observer;
@@ -486,26 +519,27 @@ pub(super) fn run(
                 cut = Some(("limits.max_sim_time_ms", s.limits.max_sim_time_ms));
                 break StopReason::TimeLimit;
             }
-            if judge.should_stop(now) {
+            if judge.should_stop(now.saturating_sub(window_us)) {
                 break StopReason::Observer;
             }
         };
-        end_us = clock.now_us();
+        end_us = clock.now_us().saturating_sub(window_us);
         shared.stop.store(true, Ordering::Relaxed);
         // Every thread ends once it sees the flag (each request in hand
         // finished: one transaction, the store consistent); their last
         // records come in until the last one is gone.
         loop {
             match records_rx.recv_timeout(POLL) {
-                Ok(entry) => recorder.push(entry, &mut |r| judge.record(r)),
+                Ok(entry) => recorder.push(entry),
                 Err(_) if shared.alive.load(Ordering::Acquire) == 0 => break,
                 Err(_) => {}
             }
         }
         while let Ok(entry) = records_rx.try_recv() {
-            recorder.push(entry, &mut |r| judge.record(r));
+            recorder.push(entry);
         }
-        missing = recorder.flush(&mut |r| judge.record(r));
+        recorder.flush(&mut |r| judge.record(r));
+        missing = recorder.gaps;
     });
     let wall_s = clock.start.elapsed().as_secs_f64();
     let store_requests = shared.store_requests.load(Ordering::Relaxed);
@@ -524,6 +558,7 @@ pub(super) fn run(
         unknown_outcomes: shared.unknown_outcomes.load(Ordering::Relaxed).max(missing),
         reconnects: shared.reconnects.load(Ordering::Relaxed),
         late_replies: shared.late_replies.load(Ordering::Relaxed),
+        host_stalls: shared.host_stalls.load(Ordering::Relaxed),
         interrupted: interrupt.load(Ordering::Relaxed),
     };
     // Records stamped while the last ones drained may be past `end_us`.
@@ -618,13 +653,34 @@ impl NodeHost<'_> {
             match inbox.recv_timeout(wait) {
                 Ok(message) => self.handle(message),
                 Err(RecvTimeoutError::Timeout) => {
-                    if self.node.is_some() && wake_us.is_some_and(|w| self.now() >= w) {
+                    if let Some(wake_us) = wake_us
+                        && self.node.is_some()
+                        && self.now() >= wake_us
+                    {
+                        self.stalled(wake_us);
                         self.step(Input::Timeout);
                     }
                 }
                 Err(RecvTimeoutError::Disconnected) => return,
             }
         }
+    }
+
+    /// A wake-up the host delivered late by more than the scenario's
+    /// delays allow (the thread was not scheduled in time) froze the node
+    /// as a pause would: recorded as one, so the run says what happened.
+    fn stalled(&mut self, wake_us: u64) {
+        let late_us = self.now().saturating_sub(wake_us);
+        if late_us <= self.shared.stall_after_us {
+            return;
+        }
+        self.shared.host_stalls.fetch_add(1, Ordering::Relaxed);
+        self.record(Kind::Fault(Fault::PauseAt {
+            at_us: wake_us,
+            node: self.id,
+            duration_us: late_us,
+        }));
+        self.record(Kind::Fault(Fault::Resume { node: self.id }));
     }
 
     fn handle(&mut self, message: ToNode) {
@@ -1035,8 +1091,9 @@ impl StoreThread<'_> {
                 } else {
                     Order::After(applied.revision)
                 };
-                record(
-                    self,
+                let at_us = self.shared.clock.us_at(applied.at);
+                self.shared.record(
+                    at_us,
                     order,
                     Kind::Store {
                         actor: job.actor,
@@ -1044,7 +1101,10 @@ impl StoreThread<'_> {
                         op: job.op.clone(),
                         reply: applied.reply.clone(),
                         before: applied.before,
-                        decided_us,
+                        decided_us: match job.actor {
+                            Actor::External => at_us,
+                            Actor::Node { .. } => decided_us,
+                        },
                     },
                 );
                 self.reply(&job, applied.reply, applied.revision);

@@ -78,6 +78,9 @@ pub struct LiveReport {
     /// (`network.latency_ms_max` plus the fault phase's late replies), in
     /// scenario time: the host was too slow for `--speed`.
     pub late_replies: u64,
+    /// Node wake-ups the host delivered late past the scenario's delays
+    /// (each recorded as a pause of that node).
+    pub host_stalls: u64,
     /// The run was stopped by Ctrl-C.
     pub interrupted: bool,
 }

@@ -153,6 +153,11 @@ pub struct Applied<K, V> {
     pub revision: Version,
     /// Whether the request changed the store (then `revision` is its own).
     pub wrote: bool,
+    /// When the request took effect, as a host can place it: a write once
+    /// it held the store's write lock (so writes' times follow their
+    /// revisions, and come before anyone can see them), a read once its
+    /// statement returned (after every write it saw).
+    pub at: std::time::Instant,
 }
 
 /// Who sent a write, kept with it in the store's write log so that a write
@@ -332,7 +337,8 @@ impl<K: Clone, V: Clone, C: Codec<K, V>> SqlStore<K, V, C> {
             .backend
             .begin_write()
             .map_err(|e| RequestError::NotApplied(e.message))?;
-        match self.write(request, revision, tag) {
+        let at = std::time::Instant::now();
+        match self.write(request, revision, tag, at) {
             Ok(applied) => {
                 if applied.wrote {
                     if let Err(e) = self.backend.commit() {
@@ -387,6 +393,7 @@ impl<K: Clone, V: Clone, C: Codec<K, V>> SqlStore<K, V, C> {
             before: None,
             revision: version_of(revision)?,
             wrote: false,
+            at: std::time::Instant::now(),
         })
     }
 
@@ -397,6 +404,7 @@ impl<K: Clone, V: Clone, C: Codec<K, V>> SqlStore<K, V, C> {
         request: &StoreRequest<K, V>,
         revision: i64,
         tag: Option<WriteTag>,
+        at: std::time::Instant,
     ) -> SqlResult<Applied<K, V>> {
         let key = request.key().expect("a write has a key");
         let key_bytes = self.codec.key_bytes(key);
@@ -410,6 +418,7 @@ impl<K: Clone, V: Clone, C: Codec<K, V>> SqlStore<K, V, C> {
             before,
             revision: seen,
             wrote: false,
+            at,
         };
         let next = revision + 1;
         let row_of = |value: &V, index: &Option<K>| Row {
@@ -474,6 +483,7 @@ impl<K: Clone, V: Clone, C: Codec<K, V>> SqlStore<K, V, C> {
             before,
             revision: version_of(next)?,
             wrote: true,
+            at,
         })
     }
 
