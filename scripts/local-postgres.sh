@@ -8,10 +8,12 @@
 # Installs Debian's postgresql package when no server binaries are found
 # (as root: apt-get). The cluster lives in DIR, is owned by the `postgres`
 # user when run as root, listens on 127.0.0.1 only (port $LEASEHOLD_PG_PORT,
-# default 54329), commits without waiting for the disk (synchronous_commit
-# off: atomic, durable a moment later, as SQLite's WAL with synchronous=NORMAL
-# is for the SQLite store) and has a `leasehold` role with password `leasehold` that
-# owns a `leasehold` database: password authentication, as a real one would.
+# default 54329), keeps PostgreSQL's durable commits (synchronous_commit on:
+# with it off, a server killed mid-run lost acknowledged claims and a live
+# run saw two owners of one task) and has a `leasehold` role with password `leasehold` that
+# owns a `leasehold` database (password authentication, as a real one
+# would), and a `leasehold_guest` role (password `guest`) that may connect
+# to it but create nothing there.
 set -euo pipefail
 
 action=${1:?usage: local-postgres.sh start|stop DIR}
@@ -58,12 +60,16 @@ start)
     fi
     if ! as_owner "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
         as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-            -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c max_connections=200 -c synchronous_commit=off" start >&2
+            -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c max_connections=200" start >&2
     fi
     as_owner "$bin/psql" -h "$dir" -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 -q >&2 <<SQL
 DO \$\$ BEGIN
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'leasehold') THEN
     CREATE ROLE leasehold LOGIN PASSWORD 'leasehold';
+  END IF;
+  -- A role that may connect but not create: the tests' missing permission.
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'leasehold_guest') THEN
+    CREATE ROLE leasehold_guest LOGIN PASSWORD 'guest';
   END IF;
 END \$\$;
 SELECT 'CREATE DATABASE leasehold OWNER leasehold'

@@ -12,9 +12,10 @@ use leasehold_sim::FaultPlan;
 use std::sync::Arc;
 
 pub enum RunFile {
-    // Boxed: a failure file carries its whole scenario (1 KiB and more).
+    // Boxed: a failure file carries its whole scenario (1 KiB and more),
+    // and a trace's header and end line are some 200 bytes.
     Failure(Box<FailureFile>),
-    Trace(TraceFile),
+    Trace(Box<TraceFile>),
 }
 
 /// A run file read and checked: the file, and the scenario and variant that
@@ -50,7 +51,7 @@ impl ReadRun {
                 ReadRun {
                     scn,
                     variant: t.header.variant()?,
-                    file: RunFile::Trace(t),
+                    file: RunFile::Trace(Box::new(t)),
                 }
             }
         })

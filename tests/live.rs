@@ -19,6 +19,14 @@ use std::sync::atomic::AtomicBool;
 
 const SPEED: u64 = 20;
 
+/// One live fleet at a time: each is a few dozen threads on the real
+/// clock, and two at once on a small machine would starve each other.
+static ONE_FLEET: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_fleet() -> std::sync::MutexGuard<'static, ()> {
+    ONE_FLEET.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// friday-rush cut down: 6 workers, 2 reclaimers, 60 tasks in 20 s, every
 /// kind of fault on (no swarm) for the first 30 s.
 fn small_rush() -> ValidScenario {
@@ -67,6 +75,7 @@ fn live_run(
         note: "a test".into(),
     });
     let mut writer = TraceWriter::new(std::io::BufWriter::new(file), &header).unwrap();
+    let _one = one_fleet();
     let opts = LiveOptions {
         store: store.clone(),
         seed,
@@ -202,6 +211,7 @@ fn an_interrupted_run_stops_with_its_verdict_so_far() {
         speed: SPEED,
         reset: false,
     };
+    let _one = one_fleet();
     let (outcome, report) = std::thread::scope(|scope| {
         scope.spawn(|| {
             std::thread::sleep(std::time::Duration::from_millis(600));
@@ -293,4 +303,36 @@ fn bad_live_input_is_one_line_naming_the_flag() {
         assert!(!err.contains("secret"), "{args:?}: {err}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// PostgreSQL refusing the run: a wrong password, or a user that may not
+/// create the store's tables (scripts/local-postgres.sh makes
+/// `leasehold_guest` for this). One line, exit 2, naming the database
+/// without the password.
+#[test]
+fn a_refusing_postgres_is_one_line_naming_it_without_the_password() {
+    let Ok(url) = std::env::var("LEASEHOLD_POSTGRES_URL") else {
+        eprintln!("LEASEHOLD_POSTGRES_URL is not set: .ci/run runs this over PostgreSQL");
+        return;
+    };
+    let Some((_, host)) = url.split_once('@') else {
+        panic!("LEASEHOLD_POSTGRES_URL has no user: {url}");
+    };
+    let wrong_password = format!("postgres://leasehold:not-the-password@{host}");
+    let guest = format!("postgres://leasehold_guest:guest@{host}");
+    let scenario = "scenarios/friday-rush.json";
+    for (store, says) in [
+        (wrong_password.as_str(), "password"),
+        (guest.as_str(), "permission denied"),
+    ] {
+        let (code, out, err) = leasehold(&["live", scenario, "--store", store]);
+        assert_eq!(code, 2, "{store}: {out}{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(says), "{err}");
+        assert!(
+            !err.contains("not-the-password") && !err.contains(":guest@"),
+            "{err}"
+        );
+        assert!(err.contains(host.split('/').next().unwrap()), "{err}");
+    }
 }

@@ -188,7 +188,7 @@ fn print_report(
         );
     }
     println!(
-        "  store: {} requests, {:.0}/s; {} failed by the store{}; {} reconnects; {} outcomes unknown; {} replies later than the scenario's bound; {} host stalls (recorded as pauses)",
+        "  store: {} requests, {:.0}/s; {} failed by the store{}; {} reconnects; {} outcomes unknown; {} replies later than the scenario's delays (recorded as delayed); {} host stalls (recorded as pauses)",
         report.store_requests,
         report.store_requests_per_s,
         report.store_errors,
@@ -214,6 +214,19 @@ fn print_report(
             st.deletes,
             st.conflicts,
             st.unavailable
+        );
+    }
+    if report.store_errors > 0 {
+        println!(
+            "  STORE OUTAGE (real): the store itself failed {} requests; each was answered unavailable, nothing applied, and recorded so (first: {})",
+            report.store_errors,
+            report.first_store_error.as_deref().unwrap_or("-")
+        );
+    }
+    if report.unknown_outcomes > 0 {
+        println!(
+            "  {} writes' outcome stayed unknown (the store went away during their commit and never came back to say)",
+            report.unknown_outcomes
         );
     }
     println!("  note: {NOT_DETERMINISTIC}");

@@ -100,6 +100,10 @@ struct StoreJob {
     decided_us: u64,
     /// The sender's latest revision seen when it sent it.
     seen: u64,
+    /// The sender's message counter for it, and the delay injected on its
+    /// way to the store.
+    msg: u64,
+    injected_us: u64,
     /// The request leg's fault: refused (`Fail`).
     refuse: bool,
     /// The reply leg's fault: lost (`Drop`: the write commits, the reply
@@ -177,18 +181,18 @@ struct Shared<'a> {
     rates: FaultRates,
     fault_phase_end_us: u64,
     latency_us: (u64, u64),
-    /// The latest a reply may arrive after its request left, in scenario
-    /// time, before the host counts it late.
-    late_after_us: u64,
     store_requests: AtomicU64,
     store_errors: AtomicU64,
     first_store_error: Mutex<Option<String>>,
     unknown_outcomes: AtomicU64,
     reconnects: AtomicU64,
     late_replies: AtomicU64,
-    /// A wake-up later than this (scenario µs) is a stall of the host.
+    /// A wake-up, or a store reply, later than this (scenario µs) is a
+    /// stall of the host or a slow store: past the scenario's delays.
     stall_after_us: u64,
     host_stalls: AtomicU64,
+    /// A failure of the real store reported as an outage until then.
+    real_outage_until_us: Mutex<Option<u64>>,
     /// Threads still running.
     alive: AtomicUsize,
 }
@@ -239,7 +243,44 @@ impl Shared<'_> {
         rng.random_range(self.latency_us.0..=self.latency_us.1)
     }
 
+    /// The real store failed a request at `now_us`: reported as a store
+    /// outage (refusing requests), in spans of the store timeout renewed
+    /// while failures go on, so the run says the store was out while it
+    /// was, as it says of the outages it injects.
+    fn real_outage(&self, now_us: u64) {
+        let mut reported = self.real_outage_until_us.lock().expect("outage");
+        if reported.is_some_and(|until| now_us < until) {
+            return;
+        }
+        let span_us = self.scn.scenario.protocol.store_timeout_ms * 1_000;
+        *reported = Some(now_us + span_us);
+        self.record(
+            now_us,
+            Order::After(0),
+            Kind::Fault(Fault::StoreOutage {
+                at_us: now_us,
+                duration_us: span_us,
+                mode: OutageMode::Fail,
+            }),
+        );
+    }
+
+    /// The real store answered again after failing.
+    fn real_recovery(&self, now_us: u64) {
+        let mut reported = self.real_outage_until_us.lock().expect("outage");
+        if reported.take().is_some() {
+            self.record(
+                now_us,
+                Order::After(0),
+                Kind::Fault(Fault::StoreRecovered {
+                    mode: OutageMode::Fail,
+                }),
+            );
+        }
+    }
+
     fn store_error(&self, error: String) {
+        self.real_outage(self.clock.now_us());
         self.store_errors.fetch_add(1, Ordering::Relaxed);
         let mut first = self.first_store_error.lock().expect("first error");
         if first.is_none() {
@@ -312,18 +353,6 @@ pub(super) fn run(
         start: Instant::now(),
         speed: opts.speed,
     };
-    let late_reply_us = {
-        let f = &s.faults;
-        [
-            f.network.as_ref().map_or(0, |n| n.delay_ms[1]),
-            f.store.as_ref().map_or(0, |x| x.slow_ms[1]),
-            f.services.as_ref().map_or(0, |x| x.slow_ms[1]),
-        ]
-        .into_iter()
-        .max()
-        .unwrap_or(0)
-            * 1_000
-    };
     let latency_us = (
         s.network.latency_ms_min * 1_000,
         s.network.latency_ms_max * 1_000,
@@ -339,7 +368,6 @@ pub(super) fn run(
         rates: drawn.rates.clone(),
         fault_phase_end_us: s.faults.fault_phase_ms * 1_000,
         latency_us,
-        late_after_us: 2 * latency_us.1 + late_reply_us,
         store_requests: AtomicU64::new(0),
         store_errors: AtomicU64::new(0),
         first_store_error: Mutex::new(None),
@@ -348,6 +376,7 @@ pub(super) fn run(
         late_replies: AtomicU64::new(0),
         stall_after_us: latency_us.1.max(s.protocol.store_timeout_ms * 1_000 / 4),
         host_stalls: AtomicU64::new(0),
+        real_outage_until_us: Mutex::new(None),
         alive: AtomicUsize::new(0),
     };
     let (wire_tx, wire_rx) = channel::<Timed>();
@@ -432,7 +461,6 @@ pub(super) fn run(
                     tx: wire_tx.clone(),
                     seq: Arc::clone(&seq),
                 },
-                store: io_txs[i].clone(),
                 out: Vec::with_capacity(16),
             };
             shared.alive.fetch_add(1, Ordering::AcqRel);
@@ -620,7 +648,6 @@ struct NodeHost<'s> {
     network: ChaCha8Rng,
     restarts: ChaCha8Rng,
     wire: Wire,
-    store: Sender<StoreJob>,
     out: Vec<LeaseOutput>,
 }
 
@@ -966,14 +993,13 @@ impl NodeHost<'_> {
             op,
             decided_us,
             seen: self.seen,
+            msg: self.messages,
+            injected_us,
             refuse: to == Some(MessageAction::Fail),
             reply: back,
         };
         let at = self.now() + self.shared.latency(&mut self.network) + injected_us;
         self.wire.at(at, Due::ToStore(self.id, job));
-        // The store thread is reached through the wire; this handle keeps
-        // its channel open while the node runs.
-        let _ = &self.store;
     }
 
     fn send_effect(&mut self, request: RequestId, call: EffectRequest, decided_us: u64) {
@@ -1079,13 +1105,30 @@ impl StoreThread<'_> {
             client: node.map_or(-1, |(n, i)| i64::from(n.0) << 32 | i64::from(i)),
             request: job.request.0 as i64,
         };
-        let result = match self.connection() {
-            Ok(store) => store.apply(&job.op, Some(tag)),
-            Err(e) => Err(RequestError::NotApplied(e)),
+        // Bounded by the run: a refused arrival is tried again every
+        // RECONNECT_EVERY until it lands or the run ends (the workload is
+        // a customer who orders again, not a node with its own retries).
+        let result = loop {
+            let result = match self.connection() {
+                Ok(store) => store.apply(&job.op, Some(tag)),
+                Err(e) => Err(RequestError::NotApplied(e)),
+            };
+            self.shared.store_requests.fetch_add(1, Ordering::Relaxed);
+            match result {
+                Err(RequestError::NotApplied(e))
+                    if matches!(job.actor, Actor::External)
+                        && !self.shared.stop.load(Ordering::Relaxed) =>
+                {
+                    self.shared.store_error(e);
+                    self.store = None;
+                    std::thread::sleep(RECONNECT_EVERY);
+                }
+                result => break result,
+            }
         };
-        self.shared.store_requests.fetch_add(1, Ordering::Relaxed);
         match result {
             Ok(applied) => {
+                self.shared.real_recovery(self.now());
                 let order = if applied.wrote {
                     Order::Write(applied.revision)
                 } else {
@@ -1252,8 +1295,22 @@ impl StoreThread<'_> {
                 .shared
                 .record(now, Order::After(seen), lost(LossReason::Partition));
         }
-        if now.saturating_sub(job.decided_us) > self.shared.late_after_us {
+        // Later than the scenario's delays allow (the real store, or the
+        // host, was slow at this speed): recorded as the delay it was, as
+        // an injected one would be, so the run says what the node met.
+        let late_us = now.saturating_sub(job.decided_us + job.injected_us);
+        if late_us > self.shared.stall_after_us {
             self.shared.late_replies.fetch_add(1, Ordering::Relaxed);
+            self.shared.record(
+                now,
+                Order::After(seen),
+                Kind::Fault(Fault::Message {
+                    node,
+                    msg: job.msg,
+                    leg: Leg::FromStore,
+                    action: MessageAction::Delay { extra_us: late_us },
+                }),
+            );
         }
         let at = now + self.shared.latency(&mut self.rng) + extra_us(job.reply);
         self.wire.at(
@@ -1402,6 +1459,8 @@ impl WireThread<'_> {
                     },
                     decided_us: now,
                     seen: 0,
+                    msg: task,
+                    injected_us: 0,
                     refuse: false,
                     reply: None,
                 };

@@ -74,9 +74,10 @@ pub struct LiveReport {
     pub unknown_outcomes: u64,
     /// Connections reopened (after an injected outage, or a real failure).
     pub reconnects: u64,
-    /// Replies that came later than the scenario's latency bound allows
-    /// (`network.latency_ms_max` plus the fault phase's late replies), in
-    /// scenario time: the host was too slow for `--speed`.
+    /// Store replies later than the scenario's delays allow (its latency
+    /// bound, or a quarter of the store timeout if more), in scenario time:
+    /// the store or the host was slow at this `--speed`. Each is recorded
+    /// as a delayed reply.
     pub late_replies: u64,
     /// Node wake-ups the host delivered late past the scenario's delays
     /// (each recorded as a pause of that node).
