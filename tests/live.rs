@@ -30,12 +30,18 @@ fn one_fleet() -> std::sync::MutexGuard<'static, ()> {
 /// friday-rush cut down: 6 workers, 2 reclaimers, 60 tasks in 20 s, every
 /// kind of fault on (no swarm) for the first 30 s.
 fn small_rush() -> ValidScenario {
+    rush_of(6, 20_000)
+}
+
+/// The cut-down rush with `workers` workers and its sixty tasks arriving
+/// within `window_ms`.
+fn rush_of(workers: u32, window_ms: u64) -> ValidScenario {
     let text = std::fs::read_to_string("scenarios/friday-rush.json").unwrap();
     let mut s: serde_json::Value = serde_json::from_str(&text).unwrap();
     s["name"] = "small-rush".into();
-    s["fleet"]["workers"] = 6.into();
+    s["fleet"]["workers"] = workers.into();
     s["tasks"]["count"] = 60.into();
-    s["tasks"]["arrival_window_ms"] = 20_000.into();
+    s["tasks"]["arrival_window_ms"] = window_ms.into();
     s["faults"]["fault_phase_ms"] = 30_000.into();
     s["faults"]["swarm"] = false.into();
     // Denser faults than the rush's, so a short run meets every kind.
@@ -153,11 +159,13 @@ fn the_correct_protocol_passes_live_over_postgres_with_faults() {
 }
 
 /// A planted bug fails live: a claim by blind write lets two workers own
-/// one task, which the checker sees in the real store's records.
+/// one task, which the checker sees in the real store's records. Twelve
+/// workers and the sixty tasks in one second: every poll races others for
+/// the same pending tasks, so blind claims meet in every run.
 #[test]
 fn a_blind_claim_fails_live() {
     let dir = temp_dir("blind");
-    let scn = small_rush();
+    let scn = rush_of(12, 1_000);
     let store = StoreUrl::Sqlite(dir.join("store.db"));
     let trace = dir.join("blind.jsonl");
     let (outcome, _) = live_run(&scn, &store, 1, Variant::UnconditionalClaim, &trace);
