@@ -193,6 +193,9 @@ struct Shared<'a> {
     host_stalls: AtomicU64,
     /// A failure of the real store reported as an outage until then.
     real_outage_until_us: Mutex<Option<u64>>,
+    /// Per node, the store request its store thread is answering: since
+    /// when it has been on its way, and when the wire last recorded it late.
+    in_flight: Mutex<Vec<Option<InFlight>>>,
     /// Threads still running.
     alive: AtomicUsize,
 }
@@ -377,6 +380,7 @@ pub(super) fn run(
         stall_after_us: latency_us.1.max(s.protocol.store_timeout_ms * 1_000 / 4),
         host_stalls: AtomicU64::new(0),
         real_outage_until_us: Mutex::new(None),
+        in_flight: Mutex::new(vec![None; roles.len()]),
         alive: AtomicUsize::new(0),
     };
     let (wire_tx, wire_rx) = channel::<Timed>();
@@ -418,6 +422,7 @@ pub(super) fn run(
                 let _alive = Alive(&shared.alive);
                 StoreThread {
                     shared,
+                    index: i,
                     store: Some(store),
                     epoch: 0,
                     url,
@@ -617,6 +622,15 @@ impl Wire {
         // run's end, when nothing more is delivered.
         let _ = self.tx.send(Timed { at_us, seq, due });
     }
+}
+
+/// A node's store request being answered (see `Shared::in_flight`).
+#[derive(Clone, Copy)]
+struct InFlight {
+    since_us: u64,
+    msg: u64,
+    /// When the wire last recorded it as a delayed reply (0: never).
+    flagged_us: u64,
 }
 
 /// A step's fault, rolled before the step.
@@ -1031,6 +1045,8 @@ impl NodeHost<'_> {
 /// arrive, each one transaction.
 struct StoreThread<'s> {
     shared: &'s Shared<'s>,
+    /// The node it answers for (the workload's is past the nodes).
+    index: usize,
     store: Option<LiveStore>,
     /// The outage epoch the connection belongs to.
     epoch: u64,
@@ -1101,6 +1117,13 @@ impl StoreThread<'_> {
             Actor::External => self.now(),
             Actor::Node { .. } => job.decided_us,
         };
+        if node.is_some() {
+            self.shared.in_flight.lock().expect("in flight")[self.index] = Some(InFlight {
+                since_us: job.decided_us + job.injected_us,
+                msg: job.msg,
+                flagged_us: 0,
+            });
+        }
         let tag = WriteTag {
             client: node.map_or(-1, |(n, i)| i64::from(n.0) << 32 | i64::from(i)),
             request: job.request.0 as i64,
@@ -1298,8 +1321,16 @@ impl StoreThread<'_> {
         // Later than the scenario's delays allow (the real store, or the
         // host, was slow at this speed): recorded as the delay it was, as
         // an injected one would be, so the run says what the node met.
+        let flagged = self
+            .shared
+            .in_flight
+            .lock()
+            .expect("in flight")
+            .get_mut(self.index)
+            .and_then(Option::take)
+            .is_some_and(|f| f.flagged_us > 0);
         let late_us = now.saturating_sub(job.decided_us + job.injected_us);
-        if late_us > self.shared.stall_after_us {
+        if late_us > self.shared.stall_after_us && !flagged {
             self.shared.late_replies.fetch_add(1, Ordering::Relaxed);
             self.shared.record(
                 now,
@@ -1369,6 +1400,44 @@ impl WireThread<'_> {
             assert!(
                 heap.len() <= MAX_IN_FLIGHT,
                 "messages in flight past the bound"
+            );
+            self.watch_store_requests();
+        }
+    }
+
+    /// A store request out longer than the scenario's delays allow is
+    /// recorded as a delayed reply while it is still out (and again each
+    /// time as long passes), not only once it comes back: a node that
+    /// gives up on a slow store before the reply comes was touched by a
+    /// fault, and the run says so before the node acts on it.
+    fn watch_store_requests(&self) {
+        let now = self.shared.clock.now_us();
+        let after = self.shared.stall_after_us;
+        let mut late = Vec::new();
+        {
+            let mut in_flight = self.shared.in_flight.lock().expect("in flight");
+            for (node, f) in in_flight.iter_mut().enumerate() {
+                if let Some(f) = f
+                    && now.saturating_sub(f.since_us) > after
+                    && now.saturating_sub(f.flagged_us) > after
+                {
+                    f.flagged_us = now;
+                    late.push((NodeId(node as u32), *f));
+                }
+            }
+        }
+        for (node, f) in late {
+            self.shared.late_replies.fetch_add(1, Ordering::Relaxed);
+            self.record(
+                Kind::Fault(Fault::Message {
+                    node,
+                    msg: f.msg,
+                    leg: Leg::FromStore,
+                    action: MessageAction::Delay {
+                        extra_us: now.saturating_sub(f.since_us),
+                    },
+                }),
+                0,
             );
         }
     }
