@@ -3,7 +3,7 @@
 //! epoch, every effect and its outcome, every fault, every reclaim, in order,
 //! ending in the invariant that broke and why.
 
-use crate::run::{RunOutcome, node_roles, simulate_with_plan};
+use crate::run::{Rerun, RunOutcome, node_roles};
 use crate::scenario::ValidScenario;
 use leasehold_check::NodeRole;
 use leasehold_interface::{EffectReply, StoreReply, StoreRequest};
@@ -548,15 +548,16 @@ pub fn explain(
     variant: Variant,
     plan: Option<FaultPlan>,
 ) -> (Vec<String>, RunOutcome) {
-    explain_with(scn, seed, variant, plan, &Telling::default())
+    explain_with(scn, seed, variant, &Rerun::Seed(plan), &Telling::default())
 }
 
-/// [`explain`], following the tasks and showing the lines `telling` asks for.
+/// [`explain`], following the tasks and showing the lines `telling` asks
+/// for; the run had again as `how` says (a live run's trace: its records).
 pub fn explain_with(
     scn: &ValidScenario,
     seed: u64,
     variant: Variant,
-    plan: Option<FaultPlan>,
+    how: &Rerun,
     telling: &Telling,
 ) -> (Vec<String>, RunOutcome) {
     let (tasks, violated) = match &telling.tasks {
@@ -564,7 +565,7 @@ pub fn explain_with(
         // whether it violated anything.
         Some(tasks) => (tasks.clone(), None),
         None => {
-            let first = simulate_with_plan(scn, seed, variant, plan.clone(), None);
+            let first = how.run(scn, seed, variant, None);
             let tasks: BTreeSet<u32> = first
                 .violations
                 .iter()
@@ -586,7 +587,7 @@ pub fn explain_with(
         told_open: BTreeSet::new(),
         told_outage: false,
     };
-    let outcome = simulate_with_plan(scn, seed, variant, plan, Some(&mut teller));
+    let outcome = how.run(scn, seed, variant, Some(&mut teller));
     let mut out = Vec::new();
     let s = &scn.scenario;
     let story = match violated {

@@ -1,12 +1,12 @@
 //! Pictures of a run: Chrome trace event JSON (opens in Perfetto) and an SVG
 //! swimlane. Both are built from the run's records, never from node beliefs.
 
-use crate::run::{RunOutcome, node_roles, simulate_with_plan};
+use crate::run::{Rerun, RunOutcome, node_roles};
 use crate::scenario::ValidScenario;
 use leasehold_check::NodeRole;
 use leasehold_interface::StoreReply;
 use leasehold_protocol::{DocKey, DocValue, LeaseEvent, Owner, TaskState, Variant};
-use leasehold_sim::{Actor, Fault, FaultPlan, MessageAction, NodeId, Observer, Record, RecordKind};
+use leasehold_sim::{Actor, Fault, MessageAction, NodeId, Observer, Record, RecordKind};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -189,19 +189,20 @@ impl Observer<DocKey, DocValue, LeaseEvent> for Collector<'_> {
     }
 }
 
-/// Re-run and gather the timeline (and the outcome, for the violation).
+/// Re-run (as `how` says: a live run's trace is judged from its records)
+/// and gather the timeline (and the outcome, for the violation).
 pub fn timeline(
     scn: &ValidScenario,
     seed: u64,
     variant: Variant,
-    plan: Option<FaultPlan>,
+    how: &Rerun,
 ) -> (Timeline, RunOutcome) {
     let roles = node_roles(scn);
     let mut c = Collector {
         roles: &roles,
         tl: Timeline::default(),
     };
-    let outcome = simulate_with_plan(scn, seed, variant, plan, Some(&mut c));
+    let outcome = how.run(scn, seed, variant, Some(&mut c));
     let end = c.tl.end_us;
     for s in c.tl.spans.iter_mut().filter(|s| s.ending == "still held") {
         s.end_us = end;

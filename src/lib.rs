@@ -19,6 +19,7 @@ pub mod hunt;
 pub mod input_file;
 pub mod lease_job;
 pub mod lease_node;
+pub mod live;
 pub mod measure;
 pub mod memory_estimate;
 pub mod output_file;

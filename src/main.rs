@@ -28,6 +28,42 @@ struct Cli {
 enum Command {
     /// Run one seed of a scenario and check every invariant.
     Run(commands::run::RunArgs),
+    /// Run a scenario's fleet for real against a SQLite or PostgreSQL store
+    /// (a thread per node, the real clock run --speed times fast, faults
+    /// drawn from the seed) and judge what it recorded. Not deterministic.
+    Live {
+        /// Scenario file (JSON), e.g. scenarios/friday-rush.json
+        scenario: PathBuf,
+        /// sqlite:PATH or postgres://USER[:PASSWORD]@HOST[:PORT]/DB
+        #[arg(long, value_name = "URL")]
+        store: String,
+        /// Seed of the fault model's draw (which faults, when).
+        #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+        seed: u64,
+        /// Protocol variant (see `leasehold variants`).
+        #[arg(long, default_value = "correct")]
+        variant: String,
+        /// Time runs N times fast: every protocol timing lasts 1/N of its
+        /// stated value (1 to 1000).
+        #[arg(
+            long,
+            value_name = "N",
+            default_value_t = 10,
+            allow_negative_numbers = true
+        )]
+        speed: u64,
+        /// Print one JSON object instead of the human report.
+        #[arg(long)]
+        json: bool,
+        /// Write the run's records as a trace to FILE (read it with
+        /// `replay --check`, `explain`, `export`).
+        #[arg(long, value_name = "FILE")]
+        trace: Option<PathBuf>,
+        /// Empty the store's own tables first if they hold documents
+        /// (without it such a store is refused).
+        #[arg(long)]
+        reset: bool,
+    },
     /// Run every seed in a range on all cores; report each failing seed with
     /// its replay command, in seed order.
     Sweep(commands::sweep::SweepArgs),
@@ -48,6 +84,10 @@ enum Command {
         /// Print one JSON object instead of the human report.
         #[arg(long)]
         json: bool,
+        /// Judge the trace's records again instead of re-running it, and
+        /// hold the verdict to its end line (what a live run's trace gets).
+        #[arg(long)]
+        check: bool,
         /// Refuse to start a run whose estimated peak memory is over SIZE
         /// (512MiB, 4GiB) [default: half of this machine's memory]
         #[arg(long, value_name = "SIZE")]
@@ -265,6 +305,25 @@ fn refuse_arguments(e: &clap::Error) -> u8 {
 fn dispatch(command: Command) -> u8 {
     match command {
         Command::Run(args) => commands::run::run(&args),
+        Command::Live {
+            scenario,
+            store,
+            seed,
+            variant,
+            speed,
+            json,
+            trace,
+            reset,
+        } => commands::live::run(&commands::live::LiveArgs {
+            scenario: &scenario,
+            store: &store,
+            seed,
+            variant: &variant,
+            speed,
+            json,
+            trace: trace.as_deref(),
+            reset,
+        }),
         Command::Sweep(args) => commands::sweep::sweep(&args),
         Command::Merge(args) => commands::merge::merge(&args),
         Command::Coverage(args) => commands::coverage::run(&args),
@@ -272,8 +331,9 @@ fn dispatch(command: Command) -> u8 {
         Command::Replay {
             file,
             json,
+            check,
             max_memory,
-        } => commands::replay::replay(&file, json, max_memory.as_deref()),
+        } => commands::replay::replay(&file, json, check, max_memory.as_deref()),
         Command::Variants { json } => commands::variants::variants(json),
         Command::Shrink {
             scenario,

@@ -567,6 +567,28 @@ pub fn node_roles(scn: &ValidScenario) -> Vec<NodeRole> {
         .collect()
 }
 
+/// What the checker is told about a run of `scn` whose last task arrives
+/// at `last_arrival_ms`.
+fn check_config(scn: &ValidScenario, roles: &[NodeRole], last_arrival_ms: u64) -> CheckConfig {
+    let s = &scn.scenario;
+    let bound = liveness_bound(s);
+    CheckConfig {
+        roles: roles.to_vec(),
+        tasks_total: s.tasks.total(),
+        steps_per_task: s.tasks.steps_per_task(),
+        last_arrival_ms,
+        liveness: bound,
+        service_names: scn.services.iter().map(|svc| svc.name.clone()).collect(),
+        step_names: scn
+            .step_services
+            .iter()
+            .map(|id| scn.services[id.0 as usize].name.clone())
+            .collect(),
+        grace_ms: bound.detect_ms,
+        bounds: lease_bounds(s),
+    }
+}
+
 /// Arrival time of every task, in task-id order (ids follow arrival order).
 pub fn arrivals_ms(scn: &ValidScenario, seed: u64) -> Vec<u64> {
     let t = &scn.scenario.tasks;
@@ -795,22 +817,7 @@ fn simulate_inner(
             (at_ms * 1_000, op)
         }),
     );
-    let bound = liveness_bound(&scn.scenario);
-    let check_config = CheckConfig {
-        roles: roles.to_vec(),
-        tasks_total: s.tasks.total(),
-        steps_per_task: steps_total,
-        last_arrival_ms,
-        liveness: bound,
-        service_names: scn.services.iter().map(|svc| svc.name.clone()).collect(),
-        step_names: scn
-            .step_services
-            .iter()
-            .map(|id| scn.services[id.0 as usize].name.clone())
-            .collect(),
-        grace_ms: bound.detect_ms,
-        bounds: lease_bounds(&scn.scenario),
-    };
+    let check_config = check_config(scn, roles, last_arrival_ms);
     let mut observer = RunObserver {
         checker: LeaseChecker::new(check_config),
         load: StoreLoadCounter::new(roles),
@@ -868,4 +875,248 @@ fn simulate_inner(
         plan_decided,
         cut_short,
     }
+}
+
+/// A run's records judged as they come from a host other than the
+/// simulator: a live run ([`crate::live`]), or a trace's records read back
+/// (`replay --check`). The same observer a simulated run has (checker,
+/// load counter, coverage, fault tally) and the same outcome; the trace
+/// hash is the records' own (`derive(Hash)`, every field).
+pub struct RecordJudge<'a, 'b> {
+    observer: RunObserver<'a, 'b>,
+    scn: &'a ValidScenario,
+    seed: u64,
+    variant: Variant,
+    hasher: leasehold_sim::TraceHasher,
+    events: u64,
+    last_us: u64,
+    store: leasehold_sim::StoreStats,
+    effect_calls: u64,
+    faults: u64,
+}
+
+impl<'a, 'b> RecordJudge<'a, 'b> {
+    /// `roles`: [`node_roles`] of `scn`; `extra` sees every record too (a
+    /// trace writer).
+    pub fn new(
+        scn: &'a ValidScenario,
+        seed: u64,
+        variant: Variant,
+        roles: &'a [NodeRole],
+        extra: Option<ExtraObserver<'b>>,
+    ) -> RecordJudge<'a, 'b> {
+        let last_arrival_ms = arrivals_ms(scn, seed).into_iter().max().unwrap_or(0);
+        let mut observer = RunObserver {
+            checker: LeaseChecker::new(check_config(scn, roles, last_arrival_ms)),
+            load: StoreLoadCounter::new(roles),
+            fault_kinds: Vec::new(),
+            coverage: CoverageTracker::new(roles),
+            fault_times_us: Vec::new(),
+            extra,
+            stop_after_us: 0,
+        };
+        observer.refresh_stop_after();
+        RecordJudge {
+            observer,
+            scn,
+            seed,
+            variant,
+            hasher: leasehold_sim::TraceHasher::new(),
+            events: 0,
+            last_us: 0,
+            store: leasehold_sim::StoreStats::default(),
+            effect_calls: 0,
+            faults: 0,
+        }
+    }
+
+    /// Judge one record. Records come in time order.
+    pub fn record(&mut self, record: &Record<'_, DocKey, DocValue, LeaseEvent>) {
+        use std::hash::Hash;
+        assert!(record.time_us >= self.last_us, "records out of time order");
+        self.last_us = record.time_us;
+        self.events += 1;
+        record.hash(&mut self.hasher);
+        match &record.kind {
+            RecordKind::Store { op, reply, .. } => self.count_store(op, reply),
+            RecordKind::Effect { .. } => self.effect_calls += 1,
+            RecordKind::Fault(fault) if fault.is_planned() => self.faults += 1,
+            _ => {}
+        }
+        self.observer.record(record);
+    }
+
+    fn count_store(
+        &mut self,
+        op: &StoreRequest<DocKey, DocValue>,
+        reply: &StoreReply<DocKey, DocValue>,
+    ) {
+        let s = &mut self.store;
+        match reply {
+            StoreReply::Unavailable => {
+                s.unavailable += 1;
+                return;
+            }
+            StoreReply::Conflict { .. } => s.conflicts += 1,
+            StoreReply::Scanned { docs, .. } => s.docs_returned_by_scans += docs.len() as u64,
+            _ => {}
+        }
+        match op {
+            StoreRequest::Get { .. } => s.gets += 1,
+            StoreRequest::CreateIfAbsent { .. } => s.creates += 1,
+            StoreRequest::PutIfVersion { .. } => s.conditional_puts += 1,
+            StoreRequest::PutUnconditional { .. } => s.unconditional_puts += 1,
+            StoreRequest::DeleteIfVersion { .. } => s.deletes += 1,
+            StoreRequest::Scan { .. } => s.scans += 1,
+            StoreRequest::ScanIndex { .. } => s.index_scans += 1,
+        }
+    }
+
+    /// Whether the run is over at `now_us`: all tasks done and the grace
+    /// after it passed, or the no-lost-task deadline passed.
+    pub fn should_stop(&self, now_us: u64) -> bool {
+        self.observer.should_stop(now_us)
+    }
+
+    pub fn tasks_done(&self) -> u32 {
+        self.observer.checker.tasks_done()
+    }
+
+    /// The verdict, the run having ended at `end_us` for `stop`; `cut`
+    /// names what stopped it before its no-lost-task deadline, if anything
+    /// did (a time limit, an interruption): then liveness is not judged.
+    pub fn finish(
+        mut self,
+        end_us: u64,
+        stop: StopReason,
+        cut: Option<(&'static str, u64)>,
+    ) -> RunOutcome {
+        let s = &self.scn.scenario;
+        let end_us = end_us.max(self.last_us);
+        let mut checker = self.observer.checker;
+        let before_deadline = checker.deadline_us().is_none_or(|d| d > end_us);
+        let cut_short = cut
+            .filter(|_| before_deadline)
+            .map(|(limit, value)| CutShort {
+                limit,
+                value,
+                at_ms: end_us / 1_000,
+                tasks_not_done: s.tasks.total() - checker.tasks_done(),
+            });
+        if cut_short.is_some() {
+            checker.finish_cut_short(end_us);
+        } else {
+            checker.finish(end_us);
+        }
+        let violations = checker.violations().to_vec();
+        let invariants = Invariant::ALL
+            .into_iter()
+            .filter(|i| checker.violation_count(*i) > 0)
+            .collect();
+        let stats = RunStats {
+            events: self.events,
+            sim_time_us: end_us,
+            stop,
+            store: self.store,
+            effect_calls: self.effect_calls,
+            faults: self.faults,
+            max_queue_len: 0,
+            queue_len_total: 0,
+            trace_hash: self.hasher.digest(),
+            plan: FaultPlan::default(),
+            plan_decided: Vec::new(),
+        };
+        RunOutcome {
+            scenario: s.name.clone(),
+            seed: self.seed,
+            variant: self.variant,
+            violations,
+            invariants,
+            load: self.observer.load.load,
+            tasks_total: s.tasks.total(),
+            tasks_done: checker.tasks_done(),
+            stats: Some(stats),
+            fault_mix: None,
+            fault_kinds: self.observer.fault_kinds.into_iter().collect(),
+            coverage: self.observer.coverage.coverage,
+            plan: FaultPlan::default(),
+            fault_times_us: self.observer.fault_times_us,
+            plan_decided: Vec::new(),
+            cut_short,
+        }
+    }
+}
+
+/// A run's records as a trace file holds them (one JSON line each), for a
+/// run that cannot be had again by re-running: a live run's.
+#[derive(Clone, Debug)]
+pub struct RecordedRun {
+    pub records: Vec<String>,
+    /// When the run ended (the trace's `end.end_us`; else its last record).
+    pub end_us: Option<u64>,
+    /// The run was stopped before its no-lost-task deadline (its end line
+    /// says `cut-short`): liveness is not judged.
+    pub cut_short: bool,
+}
+
+/// How a run is had again: re-simulated from its seed (and plan, if given),
+/// or judged from its records.
+#[derive(Clone, Debug)]
+pub enum Rerun {
+    Seed(Option<FaultPlan>),
+    Recorded(Arc<RecordedRun>),
+}
+
+impl Rerun {
+    /// The run again, every record handed to `extra` too.
+    pub fn run(
+        &self,
+        scn: &ValidScenario,
+        seed: u64,
+        variant: Variant,
+        extra: Option<ExtraObserver<'_>>,
+    ) -> RunOutcome {
+        match self {
+            Rerun::Seed(plan) => simulate_with_plan(scn, seed, variant, plan.clone(), extra),
+            Rerun::Recorded(recorded) => judge_recorded(scn, seed, variant, recorded, extra)
+                .unwrap_or_else(|e| panic!("records checked when the trace was read: {e}")),
+        }
+    }
+}
+
+/// Judge `recorded`'s records (each a trace line) as a run of `scn`: the
+/// checker and the rest of a run's observer, and `extra`, see each in
+/// turn. Errors name the record (1-based, as the trace's line 2 is the
+/// first record) that does not read.
+pub fn judge_recorded(
+    scn: &ValidScenario,
+    seed: u64,
+    variant: Variant,
+    recorded: &RecordedRun,
+    extra: Option<ExtraObserver<'_>>,
+) -> Result<RunOutcome, String> {
+    let roles = node_roles(scn);
+    let mut judge = RecordJudge::new(scn, seed, variant, &roles, extra);
+    let mut last_us = 0;
+    for (i, line) in recorded.records.iter().enumerate() {
+        let record: leasehold_sim::OwnedRecord<DocKey, DocValue, LeaseEvent> =
+            serde_json::from_str(line).map_err(|e| format!("line {}: {e}", i + 2))?;
+        if record.time_us < last_us {
+            return Err(format!(
+                "line {}: time_us {} is before the record above ({last_us})",
+                i + 2,
+                record.time_us
+            ));
+        }
+        last_us = record.time_us;
+        judge.record(&record.as_record());
+    }
+    let cut = recorded
+        .cut_short
+        .then_some(("its trace's end line (cut short)", 0));
+    Ok(judge.finish(
+        recorded.end_us.unwrap_or(last_us),
+        StopReason::Observer,
+        cut,
+    ))
 }

@@ -3,16 +3,19 @@
 //! checked, and turned into what re-runs them.
 
 use crate::ValidScenario;
+use crate::run::Rerun;
 use crate::scenario::Scenario;
 use crate::shrink::FailureFile;
 use crate::trace::{ReplayInput, TraceFile, replay_input, version_note};
 use leasehold_protocol::Variant;
 use leasehold_sim::FaultPlan;
+use std::sync::Arc;
 
 pub enum RunFile {
-    // Boxed: a failure file carries its whole scenario (1 KiB and more).
+    // Boxed: a failure file carries its whole scenario (1 KiB and more),
+    // and a trace's header and end line are some 200 bytes.
     Failure(Box<FailureFile>),
-    Trace(TraceFile),
+    Trace(Box<TraceFile>),
 }
 
 /// A run file read and checked: the file, and the scenario and variant that
@@ -48,7 +51,7 @@ impl ReadRun {
                 ReadRun {
                     scn,
                     variant: t.header.variant()?,
-                    file: RunFile::Trace(t),
+                    file: RunFile::Trace(Box::new(t)),
                 }
             }
         })
@@ -76,6 +79,21 @@ impl ReadRun {
         match &self.file {
             RunFile::Failure(f) => Some(f.plan.clone()),
             RunFile::Trace(_) => None,
+        }
+    }
+
+    /// Whether this is a live run's trace (`leasehold live`).
+    pub fn is_live(&self) -> bool {
+        matches!(&self.file, RunFile::Trace(t) if t.header.live.is_some())
+    }
+
+    /// How the run is had again: a live run's trace from its records
+    /// (re-running it would be another run), anything else re-simulated
+    /// from its seed and plan.
+    pub fn rerun(&self) -> Rerun {
+        match &self.file {
+            RunFile::Trace(t) if t.header.live.is_some() => Rerun::Recorded(Arc::new(t.recorded())),
+            _ => Rerun::Seed(self.plan()),
         }
     }
 }

@@ -29,6 +29,20 @@ pub struct TraceHeader {
     pub scenario: String,
     pub seed: u64,
     pub variant: String,
+    /// A live run's trace (`leasehold live`): its records cannot be had
+    /// again by re-running; readers judge and tell the records themselves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<LiveHeader>,
+}
+
+/// What a live run's trace says about the run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LiveHeader {
+    /// The store, without its password.
+    pub store: String,
+    pub speed: u64,
+    pub note: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -38,6 +52,10 @@ pub struct TraceEnd {
     pub events: u64,
     pub ok: bool,
     pub invariants: Vec<String>,
+    /// A live run's end, in scenario µs (a simulated run's is its last
+    /// event's): what its records are judged at again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_us: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -64,6 +82,7 @@ impl TraceEnd {
                         .map(|_| crate::run::CUT_SHORT.to_string()),
                 )
                 .collect(),
+            end_us: None,
         }
     }
 
@@ -107,6 +126,7 @@ impl TraceHeader {
             scenario: scenario_source.to_string(),
             seed,
             variant: variant.to_string(),
+            live: None,
         }
     }
 }
@@ -197,7 +217,7 @@ impl TraceFile {
         // this version wrote: another version may write records this one
         // does not know, and its differences are divergences the version
         // note already warns of, not corruption.
-        if header.leasehold_version == LEASEHOLD_VERSION {
+        if header.leasehold_version == LEASEHOLD_VERSION || header.live.is_some() {
             for (i, line) in lines.iter().enumerate().take(last - 1).skip(1) {
                 check_record(line).map_err(|e| format!("line {}: {e}", i + 1))?;
             }
@@ -209,6 +229,23 @@ impl TraceFile {
             records,
             footer,
         })
+    }
+}
+
+impl TraceFile {
+    /// The records as a recorded run, to be judged again (`replay
+    /// --check`, and every reader of a live run's trace).
+    pub fn recorded(&self) -> crate::run::RecordedRun {
+        crate::run::RecordedRun {
+            records: self.records.clone(),
+            end_us: self.footer.end.end_us,
+            cut_short: self
+                .footer
+                .end
+                .invariants
+                .iter()
+                .any(|i| i == crate::run::CUT_SHORT),
+        }
     }
 }
 

@@ -277,7 +277,7 @@ fn explain_of_a_passing_run_says_so_and_tells_chosen_tasks_in_full() {
 fn concurrent_lease_bars_get_rows_of_their_own() {
     let scn = common::scenario("friday-rush");
     let variant = leasehold_protocol::Variant::from_name("no-idempotency-key").unwrap();
-    let (tl, _) = leasehold::export::timeline(&scn, 3, variant, None);
+    let (tl, _) = leasehold::export::timeline(&scn, 3, variant, &leasehold::run::Rerun::Seed(None));
     let min_len_us = tl.end_us / 2000;
     let rows = leasehold::swimlane::bar_rows(&tl.spans, min_len_us);
     assert_eq!(rows, leasehold::swimlane::bar_rows(&tl.spans, min_len_us));

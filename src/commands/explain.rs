@@ -23,7 +23,7 @@ pub fn run(path: &Path, tasks: &[u32], all: bool, max_memory: Option<&str>) -> u
         tasks: (!tasks.is_empty()).then(|| tasks.iter().copied().collect()),
         all,
     };
-    let (lines, outcome) = explain_with(&run.scn, run.seed(), run.variant, run.plan(), &telling);
+    let (lines, outcome) = explain_with(&run.scn, run.seed(), run.variant, &run.rerun(), &telling);
     for line in lines {
         println!("{line}");
     }
@@ -40,6 +40,13 @@ pub fn run(path: &Path, tasks: &[u32], all: bool, max_memory: Option<&str>) -> u
 /// when read) a note says so.
 pub fn load(path: &Path, max_memory: Option<&str>) -> Result<ReadRun, u8> {
     let run = super::read_run(path, max_memory)?;
+    if run.is_live() {
+        eprintln!(
+            "note: {} is a live run's trace: told from its records (a live run is not deterministic)",
+            path.display()
+        );
+        return Ok(run);
+    }
     if let RunFile::Trace(trace) = &run.file
         && let Some(line) = replay_trace(trace, &run.scn, run.variant).diverges_at()
     {

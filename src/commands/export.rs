@@ -23,7 +23,7 @@ pub fn run(file: &Path, format: &str, out: &Path, max_memory: Option<&str>) -> u
         Err(code) => return code,
     };
     let (scn, variant) = (&run.scn, run.variant);
-    let (tl, outcome) = timeline(scn, run.seed(), variant, run.plan());
+    let (tl, outcome) = timeline(scn, run.seed(), variant, &run.rerun());
     let written = match format {
         "perfetto" => {
             let value = perfetto(scn, &tl, &outcome);

@@ -22,6 +22,7 @@ pub mod coverage;
 pub mod explain;
 pub mod export;
 pub mod hunt;
+pub mod live;
 pub mod merge;
 pub mod progress;
 pub mod replay;

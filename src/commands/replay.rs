@@ -6,15 +6,24 @@ use leasehold::trace::{TraceReplay, replay_trace};
 use leasehold_protocol::Variant;
 use std::path::Path;
 
-pub fn replay(path: &Path, json: bool, max_memory: Option<&str>) -> u8 {
+pub fn replay(path: &Path, json: bool, check: bool, max_memory: Option<&str>) -> u8 {
     let ReadRun { file, scn, variant } = match super::read_run(path, max_memory) {
         Ok(run) => run,
         Err(code) => return code,
     };
     let trace = match file {
+        RunFile::Failure(_) if check => {
+            return super::bad_input(format!(
+                "--check: {} is a failure file, which holds no records to judge; replay it without --check",
+                path.display()
+            ));
+        }
         RunFile::Failure(failure) => return replay_failure(&failure, &scn, variant, json),
         RunFile::Trace(trace) => trace,
     };
+    if check || trace.header.live.is_some() {
+        return check_trace(path, &trace, &scn, variant, json);
+    }
     let replayed = replay_trace(&trace, &scn, variant);
     let identical = replayed.identical();
     let TraceReplay {
@@ -141,4 +150,98 @@ fn replay_failure(failure: &FailureFile, scn: &ValidScenario, variant: Variant, 
     } else {
         EXIT_VIOLATION
     }
+}
+
+/// `replay --check` (and `replay` of a live run's trace, which cannot be
+/// re-run): judge the trace's records again, without re-running, and hold
+/// the verdict to its end line. A live trace's hash is its records' own,
+/// and is compared too; a simulated trace's is the simulator's, which only
+/// a re-run (plain `replay`) reproduces.
+fn check_trace(
+    path: &Path,
+    trace: &leasehold::trace::TraceFile,
+    scn: &ValidScenario,
+    variant: Variant,
+    json: bool,
+) -> u8 {
+    let live = trace.header.live.is_some();
+    let outcome = match leasehold::run::judge_recorded(
+        scn,
+        trace.header.seed,
+        variant,
+        &trace.recorded(),
+        None,
+    ) {
+        Ok(outcome) => outcome,
+        Err(e) => return super::bad_input(format!("{}: {e}", path.display())),
+    };
+    let mut end = leasehold::trace::TraceEnd::of(&outcome);
+    end.end_us = trace.footer.end.end_us;
+    if !live {
+        // A simulated run's event count and hash are the simulator's (its
+        // events, its hashing): only a re-run, plain `replay`, has them.
+        end.events = trace.footer.end.events;
+        end.trace_hash = trace.footer.end.trace_hash.clone();
+    }
+    let difference = trace.footer.end.first_difference(&end);
+    let agrees = difference.is_none();
+    let names: Vec<&str> = outcome.invariants.iter().map(|i| i.name()).collect();
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "checked": true,
+                "live": live,
+                "agrees": agrees,
+                "seed": trace.header.seed,
+                "variant": variant.name(),
+                "records": trace.records.len(),
+                "ok": outcome.ok(),
+                "invariants": names,
+                "violations": outcome.violations,
+                "trace_hash": end.trace_hash,
+                "difference": difference.as_ref().map(|(field, expected, actual)| serde_json::json!({
+                    "field": format!("end.{field}"),
+                    "expected": expected,
+                    "actual": actual,
+                })),
+                "leasehold_version": trace.header.leasehold_version,
+            })
+        );
+        return if agrees { EXIT_OK } else { EXIT_VIOLATION };
+    }
+    let what = if live {
+        "a live run's trace, not re-run (a live run is not deterministic): its records judged again"
+    } else {
+        "its records judged again, not re-run"
+    };
+    match &difference {
+        None => println!(
+            "agrees: {} records of {} judged {} as its end line says ({what})",
+            trace.records.len(),
+            path.display(),
+            if names.is_empty() {
+                "ok".to_string()
+            } else {
+                names.join(", ")
+            }
+        ),
+        Some((field, expected, actual)) => {
+            println!(
+                "DISAGREES: the records of {} judged again give another end.{field} ({what})",
+                path.display()
+            );
+            println!("  trace:  {expected}");
+            println!("  judged: {actual}");
+        }
+    }
+    for v in outcome.violations.iter().take(8) {
+        println!(
+            "  {} at {:.3} s: {}",
+            v.invariant,
+            v.time_ms as f64 / 1e3,
+            v.message
+        );
+    }
+    if agrees { EXIT_OK } else { EXIT_VIOLATION }
 }

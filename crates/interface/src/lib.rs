@@ -3,8 +3,8 @@
 //! A node (the lease protocol's worker or reclaimer) never performs IO: it
 //! receives an [`Input`] together with the time on its own local clock, and
 //! answers with [`Output`]s: store requests, effect calls and events. The
-//! simulator hosts nodes today; an adapter over a real store could host the
-//! same nodes tomorrow. Nothing here knows about leases.
+//! simulator hosts nodes, and so does `leasehold live` over a real store
+//! (`crates/store-sql`). Nothing here knows about leases.
 
 pub mod effect;
 pub mod fixed_bytes;
