@@ -4,6 +4,7 @@
 #
 #   eval "$(scripts/local-postgres.sh start DIR)"   # sets LEASEHOLD_POSTGRES_URL
 #   scripts/local-postgres.sh stop DIR
+#   scripts/local-postgres.sh kill DIR   # crash it (start brings it back)
 #
 # Installs Debian's postgresql package when no server binaries are found
 # (as root: apt-get). The cluster lives in DIR, is owned by the `postgres`
@@ -16,8 +17,8 @@
 # to it but create nothing there.
 set -euo pipefail
 
-action=${1:?usage: local-postgres.sh start|stop DIR}
-dir=${2:?usage: local-postgres.sh start|stop DIR}
+action=${1:?usage: local-postgres.sh start|stop|kill DIR}
+dir=${2:?usage: local-postgres.sh start|stop|kill DIR}
 port=${LEASEHOLD_PG_PORT:-54329}
 
 bindir() {
@@ -82,8 +83,14 @@ stop)
         as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >&2 || true
     fi
     ;;
+kill)
+    # The server dies as a crash would: no shutdown checkpoint, every
+    # connection cut (`start` brings it back, recovering from the WAL).
+    bin=$(bindir)
+    as_owner "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >&2
+    ;;
 *)
-    echo "usage: local-postgres.sh start|stop DIR" >&2
+    echo "usage: local-postgres.sh start|stop|kill DIR" >&2
     exit 2
     ;;
 esac
