@@ -8,6 +8,10 @@ set, on PostgreSQL, and prints a Markdown table of store operations by kind:
 per run and, for heartbeat writes, per minute of scenario time.
 
     scripts/live-vs-sim.py [--leasehold PATH] [--workers 10,20,40] [--speed 20]
+                           [--points-out docs/charts/live-points.json]
+
+With --points-out it also writes the measured heartbeat load as points for
+the load chart's overlay (`leasehold chart load --live FILE`).
 
 Every live run's counts are of the requests the real store executed (the
 live run records each as the simulator records its store's).
@@ -87,7 +91,9 @@ def main():
     p.add_argument("--workers", default="10,20,40")
     p.add_argument("--speed", default="20")
     p.add_argument("--sim-seeds", type=int, default=5)
+    p.add_argument("--points-out", default=None)
     a = p.parse_args()
+    points = []
     stores = [("SQLite", None)]
     if os.environ.get("LEASEHOLD_POSTGRES_URL"):
         stores.append(("PostgreSQL", os.environ["LEASEHOLD_POSTGRES_URL"]))
@@ -126,6 +132,25 @@ def main():
             for name, live in lives
         )
         print(f"\nlive verdicts: {verdicts}\n")
+        hb = ("heartbeat writes / min", None)
+        every = ("all store requests", None)
+        for name, live in lives:
+            points.append({
+                "store": name,
+                "workers": workers,
+                "speed": int(a.speed),
+                "heartbeat_writes_per_min": round(value(live, hb), 1),
+                "simulated_heartbeat_writes_per_min": round(
+                    sum(value(r, hb) for r in sims) / len(sims), 1),
+                "store_requests": value(live, every),
+                "simulated_store_requests": round(
+                    sum(value(r, every) for r in sims) / len(sims)),
+                "ok": live["ok"],
+            })
+    if a.points_out:
+        with open(a.points_out, "w") as f:
+            json.dump({"points": points}, f, indent=1)
+            f.write("\n")
 
 
 if __name__ == "__main__":

@@ -104,6 +104,11 @@ enum Command {
         /// Image formats, comma separated: png, svg.
         #[arg(long, default_value = "png,svg")]
         format: String,
+        /// Overlay the heartbeat load live runs measured on real stores
+        /// (the file `scripts/live-vs-sim.py --points-out` writes) on the
+        /// load chart.
+        #[arg(long, value_name = "FILE")]
+        live: Option<PathBuf>,
     },
     /// List the protocol variants: the correct protocol and the planted bugs.
     Variants {
@@ -393,6 +398,11 @@ fn dispatch(command: Command) -> u8 {
             failures_dir: failures_dir.as_deref(),
             checks: &checks,
         }),
-        Command::Chart { kind, out, format } => commands::chart::chart(&kind, &out, &format),
+        Command::Chart {
+            kind,
+            out,
+            format,
+            live,
+        } => commands::chart::chart(&kind, &out, &format, live.as_deref()),
     }
 }

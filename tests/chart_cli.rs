@@ -76,3 +76,46 @@ fn detection_chart_renders_png_svg_and_csv() {
     assert_eq!(csv.lines().count(), 1 + 6);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn bad_live_points_exit_2_naming_the_field() {
+    let dir = scratch("live-bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    let points = dir.join("points.json");
+    let good = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/charts/live-points.json"
+    ))
+    .unwrap();
+    std::fs::write(
+        &points,
+        good.replacen("\"workers\": 10", "\"workers\": 0", 1),
+    )
+    .unwrap();
+    let out = leasehold(&[
+        "chart",
+        "load",
+        "--out",
+        dir.join("charts").to_str().unwrap(),
+        "--live",
+        points.to_str().unwrap(),
+    ]);
+    assert_bad_input(&out, &["--live", "points[0].workers"]);
+    // Refused before any chart is drawn.
+    assert!(!dir.join("charts").join("load.csv").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn live_points_on_a_chart_without_them_exit_2() {
+    let dir = scratch("live-kind");
+    let out = leasehold(&[
+        "chart",
+        "detection",
+        "--out",
+        dir.to_str().unwrap(),
+        "--live",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/docs/charts/live-points.json"),
+    ]);
+    assert_bad_input(&out, &["--live", "load chart"]);
+}

@@ -186,9 +186,12 @@ pub const FRIDAY_TO_MS: u64 = 180_000;
 pub struct LoadChart {
     pub points: Vec<LoadPoint>,
     pub friday_rush: Vec<LoadPoint>,
+    /// Heartbeat load measured by live runs on real stores, drawn over the
+    /// simulator's points (`chart load --live FILE`); empty without it.
+    pub live: Vec<super::live_points::LivePoint>,
 }
 
-pub fn sweep() -> LoadChart {
+pub fn sweep(live: Vec<super::live_points::LivePoint>) -> LoadChart {
     let specs = sweep_points();
     let points = crate::parallel::map(&specs, |(mode, workers, tpw)| {
         measure_busy(*workers, *tpw, *mode, SEED)
@@ -200,6 +203,7 @@ pub fn sweep() -> LoadChart {
     let mut chart = LoadChart {
         points,
         friday_rush,
+        live,
     };
     chart
         .points
@@ -404,6 +408,41 @@ impl super::render::ChartImage for LoadChart {
                     .legend(|(x, y)| TriangleMarker::new((x + 10, y), 6, BLACK.filled())),
             };
         }
+        // Real stores' counts, one hollow square per live run, sized by
+        // store so that two stores' squares at one fleet size both show.
+        let mut stores: Vec<&str> = Vec::new();
+        for p in &self.live {
+            if !stores.contains(&p.store.as_str()) {
+                stores.push(&p.store);
+            }
+        }
+        for (i, store) in stores.iter().enumerate() {
+            let c = LIVE_COLORS[i % LIVE_COLORS.len()];
+            let half = 6 + 4 * i as i32;
+            let runs: Vec<&super::live_points::LivePoint> =
+                self.live.iter().filter(|p| p.store == *store).collect();
+            let mut sizes: Vec<String> = runs.iter().map(|p| p.workers.to_string()).collect();
+            sizes.dedup();
+            let mut speeds: Vec<u32> = runs.iter().map(|p| p.speed).collect();
+            speeds.sort_unstable();
+            speeds.dedup();
+            let speeds: Vec<String> = speeds.iter().map(|s| format!("{s}x")).collect();
+            chart
+                .draw_series(runs.iter().map(move |p| {
+                    EmptyElement::at((p.workers as f64, p.heartbeat_writes_per_min))
+                        + Rectangle::new([(-half, -half), (half, half)], c.stroke_width(2))
+                }))
+                .map_err(err)?
+                .label(format!(
+                    "live on {store} (leasehold live at {}): friday-rush, {} workers, faults off",
+                    speeds.join(", "),
+                    sizes.join(", ")
+                ))
+                .legend(move |(x, y)| {
+                    EmptyElement::at((x + 10, y))
+                        + Rectangle::new([(-6, -6), (6, 6)], c.stroke_width(2))
+                });
+        }
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::UpperLeft)
@@ -434,7 +473,7 @@ impl super::render::ChartImage for LoadChart {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::charts::render::{ChartImage, HEIGHT_PX, WIDTH_PX, register_fonts};
+    use crate::charts::render::{ChartImage, HEIGHT_PX, LIVE_COLORS, WIDTH_PX, register_fonts};
     use plotters::prelude::*;
 
     /// The chart as the docs hold it, rebuilt from docs/charts/load.csv.
@@ -443,6 +482,7 @@ mod tests {
         let mut chart = LoadChart {
             points: Vec::new(),
             friday_rush: Vec::new(),
+            live: Vec::new(),
         };
         for line in csv.lines().skip(1) {
             let f: Vec<&str> = line.split(',').collect();
@@ -472,6 +512,40 @@ mod tests {
             }
         }
         chart
+    }
+
+    /// `--live` points are drawn: a square per live run in its store's
+    /// colour (and one more in the legend), none without them.
+    #[test]
+    fn live_points_are_drawn_as_squares() {
+        register_fonts();
+        let squares = |chart: &LoadChart| {
+            let mut svg = String::new();
+            {
+                let root =
+                    SVGBackend::with_string(&mut svg, (WIDTH_PX, HEIGHT_PX)).into_drawing_area();
+                chart.draw(&root).unwrap();
+                root.present().unwrap();
+            }
+            let colour = format!(
+                "#{:02X}{:02X}{:02X}",
+                LIVE_COLORS[0].0, LIVE_COLORS[0].1, LIVE_COLORS[0].2
+            );
+            svg.match_indices("<rect ")
+                .filter(|(at, _)| svg[*at..*at + svg[*at..].find('>').unwrap()].contains(&colour))
+                .count()
+        };
+        let mut chart = chart_of_the_docs();
+        assert_eq!(squares(&chart), 0);
+        chart.live = crate::charts::live_points::read(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/docs/charts/live-points.json"
+        )))
+        .unwrap();
+        let first_store = chart.live[0].store.clone();
+        let runs = chart.live.iter().filter(|p| p.store == first_store).count();
+        assert!(runs >= 1);
+        assert_eq!(squares(&chart), runs + 1);
     }
 
     fn attr(tag: &str, name: &str) -> Option<String> {

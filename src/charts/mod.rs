@@ -3,13 +3,15 @@
 //!
 //! Every number on a chart comes from the simulator's records (the store
 //! operations it applied, its crash records); formulas only draw the dashed
-//! expectation lines.
+//! expectation lines. The one exception is marked as such: the load chart
+//! can overlay heartbeat load measured on real stores (`live_points`).
 
 pub mod chart_claims;
 pub mod chart_detection;
 pub mod chart_load;
 pub mod chart_store_load;
 pub mod detection_meter;
+pub mod live_points;
 pub mod load_window;
 pub mod png;
 pub mod render;

@@ -22,6 +22,13 @@ pub const TASK_COLORS: [RGBColor; 3] = [
     RGBColor(214, 39, 40),
 ];
 pub const GREY: RGBColor = RGBColor(110, 110, 110);
+/// Points measured on real stores, one colour per store, apart from the
+/// simulator's colours.
+pub const LIVE_COLORS: [RGBColor; 3] = [
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(23, 190, 207),
+];
 /// Band colours for stacked charts, bottom to top.
 pub const BANDS: [RGBColor; 8] = [
     RGBColor(31, 119, 180),

@@ -1,12 +1,12 @@
 use super::{EXIT_OK, EXIT_VIOLATION, bad_input};
 use leasehold::charts::render::{SweptChart, write_images};
 use leasehold::charts::{
-    ChartKind, Formats, chart_claims, chart_detection, chart_load, chart_store_load,
+    ChartKind, Formats, chart_claims, chart_detection, chart_load, chart_store_load, live_points,
 };
 use std::path::Path;
 use std::time::Instant;
 
-pub fn chart(kind: &str, out: &Path, format: &str) -> u8 {
+pub fn chart(kind: &str, out: &Path, format: &str, live: Option<&Path>) -> u8 {
     let kinds: Vec<ChartKind> = match kind {
         "all" => ChartKind::ALL.to_vec(),
         name => match ChartKind::ALL.into_iter().find(|k| k.name() == name) {
@@ -24,6 +24,19 @@ pub fn chart(kind: &str, out: &Path, format: &str) -> u8 {
         Ok(f) => f,
         Err(e) => return bad_input(format!("--format: {e}")),
     };
+    // Read before any sweep: a bad points file costs no simulation.
+    let live_points = match live {
+        None => Vec::new(),
+        Some(_) if !kinds.contains(&ChartKind::Load) => {
+            return bad_input(format!(
+                "--live: only the load chart draws live points, and KIND {kind} has none"
+            ));
+        }
+        Some(path) => match live_points::read(path) {
+            Ok(points) => points,
+            Err(e) => return bad_input(format!("--live {}: {e}", path.display())),
+        },
+    };
     if let Err(e) = create_writable_dir(out) {
         return bad_input(format!("--out {}: {e}", out.display()));
     }
@@ -34,7 +47,7 @@ pub fn chart(kind: &str, out: &Path, format: &str) -> u8 {
         let chart_started = Instant::now();
         println!("== {} ==", kind.name());
         let result = match kind {
-            ChartKind::Load => emit(&chart_load::sweep(), out, kind, formats),
+            ChartKind::Load => emit(&chart_load::sweep(live_points.clone()), out, kind, formats),
             ChartKind::StoreLoad => emit(&chart_store_load::sweep(), out, kind, formats),
             ChartKind::Claims => emit(&chart_claims::sweep(), out, kind, formats),
             ChartKind::Detection => emit(&chart_detection::sweep(), out, kind, formats),
