@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # A PostgreSQL server that dies mid-run (issue 39: "the run reports it as a
 # store outage, and nothing is lost or hidden"). Runs friday-rush live on
-# the cluster in DIR (scripts/local-postgres.sh), crashes the server a few
-# seconds in, brings it back two seconds later, and requires of the run:
+# the cluster in DIR (scripts/local-postgres.sh) with its simulated faults
+# off (scenarios/live/friday-rush-calm.json: the fault under test is the
+# server), crashes the server a few seconds in, brings it back two seconds
+# later, and requires of the run:
 #   - exit 0 and an `ok (live)` verdict: every task done, every invariant held;
 #   - the outage reported as one (`STORE OUTAGE (real)`, failures counted);
 #   - its trace judged again to the same verdict (`replay --check`).
@@ -16,7 +18,7 @@ url=${LEASEHOLD_POSTGRES_URL:?set LEASEHOLD_POSTGRES_URL (scripts/local-postgres
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-"$bin" live scenarios/friday-rush.json --store "$url" --speed 10 --seed 3 --reset \
+"$bin" live scenarios/live/friday-rush-calm.json --store "$url" --speed 10 --seed 1 --reset \
     --trace "$out/live.jsonl" > "$out/report.txt" 2>&1 &
 live=$!
 sleep 8
