@@ -22,9 +22,9 @@
 //! The budget judges a run after it ends, from its counts: it is never an
 //! input to a run, and a run's trace and hash do not depend on it.
 
-use crate::lease_job::scenario_hash;
 use crate::run::RunOutcome;
 use crate::scenario::ValidScenario;
+use crate::scenario::scenario_hash;
 use crate::seeds::SeedRange;
 use leasehold_protocol::HeartbeatMode;
 use serde::{Deserialize, Serialize};
@@ -337,7 +337,10 @@ impl BudgetFile {
                 continue;
             }
             let value = crate::strict_json::parse_or(line, |e| {
-                format!("not a cost budget ({})", crate::trace::strip_position(e))
+                format!(
+                    "not a cost budget ({})",
+                    crate::strict_json::strip_position(e)
+                )
             })
             .map_err(at)?;
             let budget: CostBudget = serde_path_to_error::deserialize(&value)

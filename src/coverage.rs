@@ -21,7 +21,7 @@ use leasehold_interface::{EffectReply, StoreReply};
 use leasehold_protocol::coverage::Modes;
 use leasehold_protocol::{CoveragePoint, DocKey, DocValue, HeartbeatMode, LeaseEvent, TaskDoc};
 use leasehold_sim::{Fault, NodeId};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// A point read from the records rather than reported by a node.
@@ -448,7 +448,7 @@ impl CoverageTally {
     }
 
     /// A results line's coverage (named points only: lines carry no pairs).
-    pub fn add_line(&mut self, line: &crate::results_file::LineCoverage) {
+    pub fn add_line(&mut self, line: &LineCoverage) {
         self.ensure_points();
         self.add_mode(line.mode);
         self.runs += 1;
@@ -592,6 +592,28 @@ impl CoverageTally {
             },
         ));
         lines
+    }
+}
+
+/// The coverage of one seed in a results line: the heartbeat mode it ran in
+/// (which points it could reach) and the hits of each named point reached
+/// (fault pairs are left out: they would make every line long).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LineCoverage {
+    pub mode: HeartbeatMode,
+    pub points: BTreeMap<String, u64>,
+}
+
+impl LineCoverage {
+    pub fn of(coverage: &RunCoverage, mode: HeartbeatMode) -> LineCoverage {
+        LineCoverage {
+            mode,
+            points: NamedPoint::all()
+                .map(|p| (p.name().to_string(), coverage.hits(p)))
+                .filter(|(_, hits)| *hits > 0)
+                .collect(),
+        }
     }
 }
 

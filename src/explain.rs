@@ -55,7 +55,7 @@ fn secs(us: u64) -> String {
 /// A fault in the words `explain` tells it (`NETWORK: worker-3's reply from
 /// the store is delayed 0.4 s`); `export` labels its marks with the same.
 pub fn fault_words(roles: &[NodeRole], fault: &Fault) -> String {
-    let n = |node: NodeId| crate::export::node_name(roles, node);
+    let n = |node: NodeId| node_name(roles, node);
     match *fault {
         Fault::Crash { node, point, .. } => match point {
             CrashPoint::BeforeInput => {
@@ -159,7 +159,7 @@ pub fn action_words(action: MessageAction) -> String {
 
 impl Teller<'_> {
     fn node(&self, node: NodeId, incarnation: Option<u32>) -> String {
-        let name = crate::export::node_name(self.roles, node);
+        let name = node_name(self.roles, node);
         match (self.roles.get(node.index()), incarnation) {
             (Some(NodeRole::Worker { .. }), Some(i)) => format!("{name}#{i}"),
             _ => name,
@@ -653,4 +653,13 @@ pub fn explain_with(
         out.push("no invariant was violated in this run".to_string());
     }
     (out, outcome)
+}
+
+/// A node as every report names it: `worker-3`, `reclaimer-0`.
+pub fn node_name(roles: &[NodeRole], node: NodeId) -> String {
+    match roles.get(node.index()) {
+        Some(NodeRole::Worker { worker }) => format!("worker-{worker}"),
+        Some(NodeRole::Reclaimer { id }) => format!("reclaimer-{id}"),
+        None => format!("node-{}", node.0),
+    }
 }

@@ -1,6 +1,7 @@
 //! Pictures of a run: Chrome trace event JSON (opens in Perfetto) and an SVG
 //! swimlane. Both are built from the run's records, never from node beliefs.
 
+pub use crate::explain::node_name;
 use crate::run::{Rerun, RunOutcome, node_roles};
 use crate::scenario::ValidScenario;
 use leasehold_check::NodeRole;
@@ -208,14 +209,6 @@ pub fn timeline(
         s.end_us = end;
     }
     (c.tl, outcome)
-}
-
-pub fn node_name(roles: &[NodeRole], node: NodeId) -> String {
-    match roles.get(node.index()) {
-        Some(NodeRole::Worker { worker }) => format!("worker-{worker}"),
-        Some(NodeRole::Reclaimer { id }) => format!("reclaimer-{id}"),
-        None => format!("node-{}", node.0),
-    }
 }
 
 /// The samples of a per-second counter: every busy second, and a 0 at the

@@ -2,7 +2,7 @@
 //! at what rates, and the per-seed draw of a concrete mix from those ranges
 //! (swarm testing, after FoundationDB's BUGGIFY and TigerBeetle's VOPR).
 
-use crate::scenario::{ScenarioError, check_duration};
+use crate::scenario_error::{ScenarioError, check_duration};
 use leasehold_sim::{
     Concern, Direction, Fault, FaultRates, Link, LocalClock, NodeId, OutageMode, RngStreams,
     faults::PPM,
@@ -266,15 +266,6 @@ pub struct Fleet {
 pub const RECLAIMER_STREAM_BASE: u32 = 1 << 20;
 
 impl Fleet {
-    pub fn of(f: &crate::scenario::Fleet) -> Fleet {
-        Fleet {
-            workers: f.workers,
-            reclaimers: f.reclaimers,
-            worker_ids: f.worker_ids(),
-            reclaimer_ids: f.reclaimer_ids(),
-        }
-    }
-
     /// The node named `name`, in its one canonical spelling (`worker-3`,
     /// `reclaimer-0`: no sign, no leading zeros, no spaces).
     pub fn node_named(&self, name: &str) -> Option<NodeId> {
@@ -388,7 +379,7 @@ fn check_range<T: PartialOrd + std::fmt::Display + Copy>(
 }
 
 /// A range of milliseconds: ordered, and its upper end (so both ends) at
-/// most [`crate::scenario::MAX_DURATION_MS`], named `field[1]` when it is over.
+/// most [`crate::scenario_error::MAX_DURATION_MS`], named `field[1]` when it is over.
 fn check_ms_range(field: &str, r: Range<u64>) -> Result<(), ScenarioError> {
     check_range(field, r)?;
     check_duration(&format!("{field}[1]"), r[1])

@@ -93,7 +93,7 @@ pub fn read_first_line(path: &Path, max_line: u64) -> Result<String, String> {
 /// first line is already a whole JSON value (a compact failure file, or
 /// another kind of file) may be followed by blank lines only.
 pub fn read_run_text(path: &Path, max_total: u64) -> Result<String, String> {
-    use crate::trace::{TRACE_FORMAT, replay_input};
+    use crate::file_format::{TRACE_FORMAT, replay_input};
     #[derive(PartialEq)]
     enum Kind {
         Trace,
@@ -385,7 +385,7 @@ mod tests {
             "line 1: starts with \"y\", not a JSON object: not a failure file or a trace"
         );
         // A trace's header, then lines that are not records.
-        let header = format!("{{\"format\":\"{}\"}}\n", crate::trace::TRACE_FORMAT);
+        let header = format!("{{\"format\":\"{}\"}}\n", crate::file_format::TRACE_FORMAT);
         let garbage = file("garbage", format!("{header}{{}}\nnope\n").as_bytes());
         assert_eq!(
             read_run_text(&garbage, 1 << 30).unwrap_err(),

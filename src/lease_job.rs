@@ -7,6 +7,7 @@ use crate::cost_budget::{COST_BUDGET, CostBudget};
 use crate::coverage::RunCoverage;
 use crate::run::{CUT_SHORT, RunOutcome, simulate};
 use crate::scenario::ValidScenario;
+pub use crate::scenario::scenario_hash;
 use crate::sweep_engine::SeedJob;
 use crate::watchdog::{LeaseRun, LeaseWatch, simulate_watched};
 use leasehold_protocol::Variant;
@@ -188,13 +189,4 @@ pub fn shell_word(path: &Path) -> String {
         // Only a NUL byte is refused, and no path holds one.
         Err(_) => text,
     }
-}
-
-/// A short fingerprint of a scenario file's exact text: results files carry
-/// it so that `--resume` never mixes results of two different scenarios.
-pub fn scenario_hash(scenario: &ValidScenario) -> String {
-    format!(
-        "{:016x}",
-        twox_hash::XxHash3_64::oneshot(scenario.source.as_bytes())
-    )
 }

@@ -13,15 +13,15 @@
 //! dropped (its seed is simply run again by `--resume`). A complete final line
 //! always ends in a newline, because every line is written with its newline.
 
+pub use crate::coverage::LineCoverage;
 use crate::coverage::NamedPoint;
 use crate::lease_job::{DETERMINISM, SeedResult, TimedSeedResult};
 use leasehold_protocol::HeartbeatMode;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-pub const RESULTS_FORMAT: &str = "leasehold-results/1";
+pub use crate::file_format::RESULTS_FORMAT;
 
 /// Lines longer than this are not results (a violation message is short);
 /// [`read_results`] refuses them as it reads.
@@ -64,28 +64,6 @@ pub struct ResultLine {
     /// Absent otherwise (and in files written before coverage existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coverage: Option<LineCoverage>,
-}
-
-/// The coverage of one seed in a results line: the heartbeat mode it ran in
-/// (which points it could reach) and the hits of each named point reached
-/// (fault pairs are left out: they would make every line long).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LineCoverage {
-    pub mode: HeartbeatMode,
-    pub points: BTreeMap<String, u64>,
-}
-
-impl LineCoverage {
-    pub fn of(coverage: &crate::coverage::RunCoverage, mode: HeartbeatMode) -> LineCoverage {
-        LineCoverage {
-            mode,
-            points: NamedPoint::all()
-                .map(|p| (p.name().to_string(), coverage.hits(p)))
-                .filter(|(_, hits)| *hits > 0)
-                .collect(),
-        }
-    }
 }
 
 impl ResultLine {
@@ -182,8 +160,8 @@ fn parse_line(line: &str) -> Result<ResultLine, String> {
         return Err("an empty line, not a leasehold result".into());
     }
     let value = crate::strict_json::parse_or(line, |e| format!("not JSON ({e})"))?;
-    crate::trace::expect_format(&value, RESULTS_FORMAT, "a leasehold result")?;
-    let parsed: ResultLine = crate::trace::from_value_named(&value)
+    crate::file_format::expect_format(&value, RESULTS_FORMAT, "a leasehold result")?;
+    let parsed: ResultLine = crate::strict_json::from_value_named(&value)
         .map_err(|e| format!("not a leasehold result ({e})"))?;
     crate::strict_json::check_shape(&value, &parsed).map_err(|e| e.to_string())?;
     // Every field is written, `null` included: one left out is not a line
@@ -212,9 +190,9 @@ fn parse_line(line: &str) -> Result<ResultLine, String> {
             crate::scenario::MAX_EVENT_LIMIT
         ));
     }
-    crate::trace::named_variant("variant", &parsed.variant)?;
+    crate::file_format::named_variant("variant", &parsed.variant)?;
     for (i, name) in parsed.invariants.iter().enumerate() {
-        crate::trace::known_invariant(
+        crate::file_format::known_invariant(
             &format!("invariants[{i}]"),
             name,
             &[DETERMINISM, crate::run::CUT_SHORT],
@@ -310,7 +288,7 @@ impl ResultsRead {
     /// --resume` print it once they go ahead, so a refusal stays one line.
     pub fn version_note(&self, path: &Path) -> Option<String> {
         let (line, version) = self.other_version.as_ref()?;
-        crate::trace::version_note(&format!("{} line {line}", path.display()), version)
+        crate::file_format::version_note(&format!("{} line {line}", path.display()), version)
     }
 }
 

@@ -8,10 +8,10 @@ use crate::coverage::{CoverageTracker, RunCoverage};
 use crate::fault_model::FaultMix;
 use crate::lease_node::LeaseNode;
 use crate::scenario::ValidScenario;
+// The bound is the scenario's (validation needs it); runs know it here too.
+pub use crate::scenario::liveness_bound;
 use crate::store_load::{StoreLoad, StoreLoadCounter};
-use leasehold_check::{
-    CheckConfig, Invariant, LeaseBounds, LeaseChecker, LivenessBound, NodeRole, Violation,
-};
+use leasehold_check::{CheckConfig, Invariant, LeaseBounds, LeaseChecker, NodeRole, Violation};
 use leasehold_interface::{Document, EffectReply, EffectRequest, StoreReply, StoreRequest};
 use leasehold_protocol::{
     DocKey, DocValue, LeaseEvent, Owner, Reclaimer, TaskDoc, TaskId, Variant, Worker, task_write,
@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-pub const LEASEHOLD_VERSION: &str = env!("CARGO_PKG_VERSION");
+pub use crate::file_format::LEASEHOLD_VERSION;
 
 /// Observers beyond the checkers (a trace writer, a trace comparer).
 pub type ExtraObserver<'a> = &'a mut dyn Observer<DocKey, DocValue, LeaseEvent>;
@@ -485,28 +485,6 @@ impl Observer<DocKey, DocValue, LeaseEvent> for RunObserver<'_, '_> {
     }
 }
 
-/// The liveness bound, derived from the configuration (see docs/protocol.md).
-/// Validation calls it too, on a scenario whose time fields it has bounded
-/// (so these sums cannot wrap), to refuse a deadline past
-/// [`crate::scenario::MAX_LIVENESS_DEADLINE_MS`].
-pub fn liveness_bound(s: &crate::scenario::Scenario) -> LivenessBound {
-    let p = &s.protocol;
-    let steps = s.tasks.steps_per_task() as u64;
-    LivenessBound {
-        detect_ms: p.heartbeat_interval_ms
-            + p.lease_timeout_ms
-            + 2 * p.scan_interval_ms
-            + s.faults.restart_delay_ms_max()
-            + late_reply_ms(s)
-            + 2 * p.store_timeout_ms,
-        per_task_ms: p.idle_poll_max_ms()
-            + 2 * p.store_timeout_ms
-            + steps * (p.effect_timeout_ms + p.store_timeout_ms + p.retry_backoff_ms),
-        capacity: s.fleet.workers * s.fleet.slots_per_worker,
-        slack_ms: s.limits.liveness_slack_ms,
-    }
-}
-
 /// The scenario's stated bounds, as the lease oracles judge each action
 /// against them (see docs/protocol.md). Taken from the scenario, never from
 /// a variant's configuration: a planted bug may misread them, the oracle
@@ -523,7 +501,7 @@ pub fn lease_bounds(s: &crate::scenario::Scenario) -> LeaseBounds {
         scan_interval_ms: p.scan_interval_ms,
         scan_page_size: p.scan_page_size,
         restart_delay_ms_max: s.faults.restart_delay_ms_max(),
-        late_reply_ms: late_reply_ms(s),
+        late_reply_ms: crate::scenario::late_reply_ms(s),
         slack_ms: s.limits.liveness_slack_ms,
     }
 }
@@ -539,19 +517,6 @@ pub fn lease_timings(scn: &ValidScenario) -> crate::fault_model::LeaseTimings {
         store_timeout_ms: cfg.store_timeout_ms,
         max_network_delay_ms: cfg.max_network_delay_ms,
     }
-}
-
-/// The latest a reply sent in the fault phase can still arrive after it.
-fn late_reply_ms(s: &crate::scenario::Scenario) -> u64 {
-    let f = &s.faults;
-    [
-        f.network.as_ref().map_or(0, |n| n.delay_ms[1]),
-        f.store.as_ref().map_or(0, |x| x.slow_ms[1]),
-        f.services.as_ref().map_or(0, |x| x.slow_ms[1]),
-    ]
-    .into_iter()
-    .max()
-    .unwrap_or(0)
 }
 
 pub fn node_roles(scn: &ValidScenario) -> Vec<NodeRole> {

@@ -3,10 +3,11 @@
 //! checked, and turned into what re-runs them.
 
 use crate::ValidScenario;
+use crate::file_format::{ReplayInput, replay_input, version_note};
 use crate::run::Rerun;
 use crate::scenario::Scenario;
 use crate::shrink::FailureFile;
-use crate::trace::{ReplayInput, TraceFile, replay_input, version_note};
+use crate::trace::TraceFile;
 use leasehold_protocol::Variant;
 use leasehold_sim::FaultPlan;
 use std::sync::Arc;

@@ -2,6 +2,8 @@
 //! validated so that every impossible value is named before anything runs.
 
 use crate::fault_model::{FaultsSection, Fleet as FaultFleet};
+use crate::scenario_error::bad;
+pub use crate::scenario_error::{MAX_DURATION_MS, ScenarioError, check_duration};
 use leasehold_check::LivenessBound;
 use leasehold_interface::ServiceId;
 use leasehold_protocol::{HeartbeatMode, ProtocolConfig, Variant};
@@ -16,14 +18,6 @@ pub const MAX_TASKS: u32 = 10_000_000;
 pub const MAX_STEPS: u32 = 100_000;
 pub const MAX_SERVICES: usize = 64;
 
-/// The largest value of any time field (`..._ms`, a single value or either
-/// end of a range): 10^9 ms, about 11.6 days of simulated time. No real
-/// scenario comes near it, and it keeps every microsecond conversion and
-/// every sum of several such fields used downstream (deadlines, the lease and
-/// effect-timeout rules, the no-lost-task bound's terms) below 10^14 µs, far
-/// from `u64::MAX` (about 1.8 x 10^19).
-pub const MAX_DURATION_MS: u64 = 1_000_000_000;
-
 /// The largest `limits.max_events`: 10^10. The simulator numbers its events
 /// and timers from a 2^40 (about 1.1 x 10^12) sequence space; a run stopped
 /// at 10^10 events stays a hundred times below it.
@@ -33,17 +27,6 @@ pub const MAX_EVENT_LIMIT: u64 = 10_000_000_000;
 /// plus the bound of `run::liveness_bound`): 10^14 ms, about 3,170 years. The
 /// checker works it out in microseconds in `u64`, 10^17 at most this way.
 pub const MAX_LIVENESS_DEADLINE_MS: u64 = 100_000_000_000_000;
-
-/// `value` of time field `field`, checked against [`MAX_DURATION_MS`].
-pub(crate) fn check_duration(field: &str, value: u64) -> Result<(), ScenarioError> {
-    if value > MAX_DURATION_MS {
-        return bad(
-            field,
-            format!("{value} is above the limit of {MAX_DURATION_MS} ms (about 11.6 days)"),
-        );
-    }
-    Ok(())
-}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -207,34 +190,6 @@ impl Default for LimitsSection {
     }
 }
 
-/// A scenario problem, naming the field (`fleet.workers`) or the JSON line.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ScenarioError {
-    pub field: String,
-    pub message: String,
-}
-
-impl std::fmt::Display for ScenarioError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // A file that cannot be read has no field to name: its path is
-        // already in front of the message.
-        if self.field.is_empty() {
-            write!(f, "{}", self.message)
-        } else {
-            write!(f, "{}: {}", self.field, self.message)
-        }
-    }
-}
-
-impl std::error::Error for ScenarioError {}
-
-fn bad<T>(field: impl Into<String>, message: impl Into<String>) -> Result<T, ScenarioError> {
-    Err(ScenarioError {
-        field: field.into(),
-        message: message.into(),
-    })
-}
-
 /// A scenario that passed validation, with everything derived from it.
 #[derive(Clone, Debug)]
 pub struct ValidScenario {
@@ -260,7 +215,7 @@ impl Scenario {
         // serde_json ends its text with the position, named once in front.
         let json_error = |e: serde_json::Error| ScenarioError {
             field: format!("line {} column {}", e.line(), e.column()),
-            message: crate::trace::strip_position(&e),
+            message: crate::strict_json::strip_position(&e),
         };
         let value: serde_json::Value = serde_json::from_str(text).map_err(json_error)?;
         if !value.is_object() {
@@ -281,13 +236,15 @@ impl Scenario {
                 // "expected value" for a number where a name belongs. (A key
                 // given twice reads from the value, which kept the last: the
                 // text reader's error then stands alone.)
-                return Err(match crate::trace::from_value_named::<Scenario>(&value) {
-                    Err(named) => ScenarioError {
-                        field: located.field,
-                        message: named,
+                return Err(
+                    match crate::strict_json::from_value_named::<Scenario>(&value) {
+                        Err(named) => ScenarioError {
+                            field: located.field,
+                            message: named,
+                        },
+                        Ok(_) => located,
                     },
-                    Ok(_) => located,
-                });
+                );
             }
         };
         // serde's derive also reads an array by position and an enum tag by
@@ -637,7 +594,7 @@ impl Scenario {
     /// gives the checker with `unfinished` tasks at the heal (counted from
     /// the later of the heal and the arrival window); `None` past `u64` µs.
     fn liveness_deadline_us(&self, unfinished: u32) -> (LivenessBound, Option<u64>) {
-        let bound = crate::run::liveness_bound(self);
+        let bound = liveness_bound(self);
         let start_ms = self.faults.fault_phase_ms.max(self.tasks.arrival_window_ms);
         (bound, bound.deadline_us(start_ms * 1_000, unfinished))
     }
@@ -682,4 +639,61 @@ impl ValidScenario {
         self.scenario
             .protocol_config_with(self.step_services.clone(), variant)
     }
+}
+
+// The fault model's fleet is drawn from the scenario's: built here, so that
+// the fault model needs nothing from this module.
+impl FaultFleet {
+    pub fn of(f: &Fleet) -> FaultFleet {
+        FaultFleet {
+            workers: f.workers,
+            reclaimers: f.reclaimers,
+            worker_ids: f.worker_ids(),
+            reclaimer_ids: f.reclaimer_ids(),
+        }
+    }
+}
+
+/// The liveness bound, derived from the configuration (see docs/protocol.md).
+/// Validation calls it too, on a scenario whose time fields it has bounded
+/// (so these sums cannot wrap), to refuse a deadline past
+/// [`MAX_LIVENESS_DEADLINE_MS`].
+pub fn liveness_bound(s: &Scenario) -> LivenessBound {
+    let p = &s.protocol;
+    let steps = s.tasks.steps_per_task() as u64;
+    LivenessBound {
+        detect_ms: p.heartbeat_interval_ms
+            + p.lease_timeout_ms
+            + 2 * p.scan_interval_ms
+            + s.faults.restart_delay_ms_max()
+            + late_reply_ms(s)
+            + 2 * p.store_timeout_ms,
+        per_task_ms: p.idle_poll_max_ms()
+            + 2 * p.store_timeout_ms
+            + steps * (p.effect_timeout_ms + p.store_timeout_ms + p.retry_backoff_ms),
+        capacity: s.fleet.workers * s.fleet.slots_per_worker,
+        slack_ms: s.limits.liveness_slack_ms,
+    }
+}
+
+/// The latest a reply sent in the fault phase can still arrive after it.
+pub fn late_reply_ms(s: &Scenario) -> u64 {
+    let f = &s.faults;
+    [
+        f.network.as_ref().map_or(0, |n| n.delay_ms[1]),
+        f.store.as_ref().map_or(0, |x| x.slow_ms[1]),
+        f.services.as_ref().map_or(0, |x| x.slow_ms[1]),
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(0)
+}
+
+/// A short fingerprint of a scenario file's exact text: results files carry
+/// it so that `--resume` never mixes results of two different scenarios.
+pub fn scenario_hash(scenario: &ValidScenario) -> String {
+    format!(
+        "{:016x}",
+        twox_hash::XxHash3_64::oneshot(scenario.source.as_bytes())
+    )
 }

@@ -26,7 +26,7 @@ use leasehold_sim::{Fault, FaultPlan, NodeId, TimedFault};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
-pub const FAILURE_FORMAT: &str = "leasehold-failure/1";
+pub use crate::file_format::FAILURE_FORMAT;
 
 /// How big a run is, before and after shrinking.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,7 +98,7 @@ impl FailureFile {
     /// variant the checks built, for a caller that re-runs the file.
     pub fn parse_checked(text: &str) -> Result<(FailureFile, ValidScenario, Variant), String> {
         let value = crate::strict_json::parse(text).map_err(|e| {
-            let what = crate::trace::strip_position(&e);
+            let what = crate::strict_json::strip_position(&e);
             if crate::strict_json::is_duplicate(&e) {
                 format!("line {} column {}: {what}", e.line(), e.column())
             } else {
@@ -109,12 +109,12 @@ impl FailureFile {
                 )
             }
         })?;
-        crate::trace::expect_format(&value, FAILURE_FORMAT, "a leasehold failure file")?;
-        let f: FailureFile = crate::trace::from_value_named(&value)?;
+        crate::file_format::expect_format(&value, FAILURE_FORMAT, "a leasehold failure file")?;
+        let f: FailureFile = crate::strict_json::from_value_named(&value)?;
         crate::strict_json::check_shape(&value, &f).map_err(|e| e.to_string())?;
         let scn = f.valid_scenario()?;
         let variant = f.variant()?;
-        crate::trace::known_invariant("invariant", &f.invariant, &[])?;
+        crate::file_format::known_invariant("invariant", &f.invariant, &[])?;
         check_plan(&f.plan, &scn)?;
         f.check_sizes()?;
         Ok((f, scn, variant))
@@ -164,7 +164,7 @@ impl FailureFile {
     }
 
     pub fn variant(&self) -> Result<Variant, String> {
-        crate::trace::named_variant("variant", &self.variant)
+        crate::file_format::named_variant("variant", &self.variant)
     }
 
     /// Whether a re-run still fails this file's invariant.

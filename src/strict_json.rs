@@ -5,6 +5,7 @@
 //! (serde's derive reads those by position).
 
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -32,7 +33,7 @@ pub fn parse_or(
 ) -> Result<Value, String> {
     parse(text).map_err(|e| {
         if is_duplicate(&e) {
-            crate::trace::strip_position(&e)
+            strip_position(&e)
         } else {
             not_json(&e)
         }
@@ -230,6 +231,122 @@ pub fn kind(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+/// A serde_json error's message without its " at line L column C", on
+/// one line.
+pub fn strip_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    one_line(text.strip_suffix(&suffix).unwrap_or(&text))
+}
+
+/// `text` on one line: a control character it quotes from the input (a key
+/// or a string holding a newline) is shown escaped, as JSON writes it, so
+/// a message about bad input stays the one line the contract promises.
+pub fn one_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Deserialize `value` as a `T` with an error that names the field it is
+/// about (`plan[2].node: invalid type: ...`), by `serde_path_to_error`.
+/// An internally tagged enum is read whole, so the path stops at it; the
+/// field inside is then the one whose value the message quotes.
+pub fn from_value_named<T: DeserializeOwned>(value: &Value) -> Result<T, String> {
+    let e = match serde_path_to_error::deserialize::<_, T>(value) {
+        Ok(t) => return Ok(t),
+        Err(e) => e,
+    };
+    let message = e.inner().to_string();
+    let mut name = e.path().to_string();
+    if name == "." {
+        name.clear();
+    }
+    let mut at = value;
+    for segment in e.path().iter() {
+        at = match segment {
+            serde_path_to_error::Segment::Seq { index } => &at[*index],
+            serde_path_to_error::Segment::Map { key } => &at[key.as_str()],
+            _ => break,
+        };
+    }
+    // Inside an internally tagged enum (or a flattened struct) serde reads
+    // from a buffer and the path ends there: the one field whose value the
+    // message quotes, at any depth below, is the one it is about.
+    let mut quoted = Vec::new();
+    quoting(&message, at, &mut String::new(), &mut quoted);
+    if let [key] = &quoted[..] {
+        if !name.is_empty() && !key.starts_with('[') {
+            name.push('.');
+        }
+        name.push_str(key);
+    }
+    Err(one_line(&if name.is_empty() {
+        message
+    } else {
+        format!("{name}: {message}")
+    }))
+}
+
+/// The paths below `value` (objects' fields and arrays' items), at every
+/// depth, whose value `message` quotes. The caller names a field only when
+/// exactly one does: two fields holding the quoted value (an `incarnation`
+/// of 1 beside a `lease_lost` of 1) could be either, and a wrong name
+/// misleads more than none.
+fn quoting(message: &str, value: &Value, path: &mut String, found: &mut Vec<String>) {
+    let children: Vec<(String, &Value)> = match value {
+        Value::Object(object) => object.iter().map(|(k, v)| (k.clone(), v)).collect(),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (format!("[{i}]"), v))
+            .collect(),
+        _ => return,
+    };
+    let join = |path: &str, key: &str| {
+        if path.is_empty() || key.starts_with('[') {
+            format!("{path}{key}")
+        } else {
+            format!("{path}.{key}")
+        }
+    };
+    for (key, child) in children {
+        if mentions(message, child) {
+            found.push(join(path, &key));
+        }
+        let len = path.len();
+        *path = join(path, &key);
+        quoting(message, child, path, found);
+        path.truncate(len);
+    }
+}
+
+/// Whether a serde error message shows `value` as what it did not expect.
+fn mentions(message: &str, value: &Value) -> bool {
+    match value {
+        Value::String(s) => {
+            message.contains(&format!("string {s:?}"))
+                || message.contains(&format!("variant `{s}`"))
+        }
+        Value::Number(n) => {
+            message.contains(&format!("integer `{n}`"))
+                || message.contains(&format!("floating point `{n}`"))
+        }
+        Value::Bool(b) => message.contains(&format!("boolean `{b}`")),
+        Value::Null => message.contains("invalid type: null") || message.contains("unit"),
+        Value::Object(_) => message.contains("invalid type: map"),
+        Value::Array(_) => message.contains("invalid type: sequence"),
     }
 }
 

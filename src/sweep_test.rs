@@ -251,7 +251,7 @@ impl SweepTest {
             },
             ScenarioSource::Loaded(s) => (*s, PathBuf::from("SCENARIO.json"), true),
         };
-        let variant = crate::trace::named_variant("variant", &self.variant)
+        let variant = crate::file_format::named_variant("variant", &self.variant)
             .unwrap_or_else(|e| panic!("leasehold::SweepTest: {e}"));
         let seeds = overrides.seeds.unwrap_or(self.seeds);
         let jobs = overrides.jobs.or(self.jobs).unwrap_or_else(default_jobs);

@@ -2,7 +2,9 @@
 //! coloured by task, faults as marks, the violation highlighted. Drawn with
 //! plotters (bundled font, no system fonts needed).
 
-use crate::charts::render::{self, ChartImage, register_fonts, write_png};
+use crate::charts::fonts::register_fonts;
+use crate::charts::png::write_png;
+use crate::charts::render::{self, ChartImage};
 use crate::export::{LeaseSpan, Timeline, node_name};
 use crate::run::{RunOutcome, node_roles};
 use crate::scenario::ValidScenario;

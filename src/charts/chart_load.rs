@@ -434,7 +434,8 @@ impl super::render::ChartImage for LoadChart {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::charts::render::{ChartImage, HEIGHT_PX, WIDTH_PX, register_fonts};
+    use crate::charts::fonts::register_fonts;
+    use crate::charts::render::{ChartImage, HEIGHT_PX, WIDTH_PX};
     use plotters::prelude::*;
 
     /// The chart as the docs hold it, rebuilt from docs/charts/load.csv.

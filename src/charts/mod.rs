@@ -10,6 +10,7 @@ pub mod chart_detection;
 pub mod chart_load;
 pub mod chart_store_load;
 pub mod detection_meter;
+pub mod fonts;
 pub mod load_window;
 pub mod png;
 pub mod render;
@@ -17,7 +18,11 @@ pub mod sweep_scenarios;
 pub mod table;
 
 use crate::RunOutcome;
+use fonts::register_fonts;
 use leasehold_check::Invariant;
+use png::write_png;
+use render::{ChartImage, HEIGHT_PX, WIDTH_PX, write_svg};
+use std::path::{Path, PathBuf};
 
 /// Chart runs are cut off at the end of their measurement window, so tasks
 /// are left unfinished on purpose: every invariant but `no-lost-task` must
@@ -90,4 +95,26 @@ impl Formats {
         }
         Ok(formats)
     }
+}
+
+/// Write `stem.png` and/or `stem.svg` into `dir`; returns the paths written.
+pub fn write_images<C: ChartImage>(
+    chart: &C,
+    dir: &Path,
+    stem: &str,
+    formats: Formats,
+) -> Result<Vec<PathBuf>, String> {
+    register_fonts();
+    let mut written = Vec::new();
+    if formats.png {
+        let path = dir.join(format!("{stem}.png"));
+        write_png(chart, (WIDTH_PX, HEIGHT_PX), &path)?;
+        written.push(path);
+    }
+    if formats.svg {
+        let path = dir.join(format!("{stem}.svg"));
+        write_svg(chart, (WIDTH_PX, HEIGHT_PX), &path)?;
+        written.push(path);
+    }
+    Ok(written)
 }

@@ -14,7 +14,7 @@
 //! titles came out regular while the SVG's are bold. Here the style picks the
 //! face, for drawing and measuring alike.
 
-use super::render::{BOLD_TTF, REGULAR_TTF};
+use super::fonts::{BOLD_TTF, REGULAR_TTF};
 use super::render::{ChartImage, draw_and_present};
 use ab_glyph::{Font, FontRef, GlyphId, PxScale, ScaleFont, point};
 use plotters::prelude::*;
@@ -33,7 +33,7 @@ static BOLD: LazyLock<FontRef<'static>> = LazyLock::new(|| {
 });
 
 /// The bundled face for a family and style, if the family is one
-/// `render::register_fonts` registers.
+/// `fonts::register_fonts` registers.
 fn bundled_face(family: &str, style: FontStyle) -> Option<&'static FontRef<'static>> {
     if family != "sans-serif" && family != "DejaVu Sans" {
         return None;
@@ -255,7 +255,7 @@ impl<'a> DrawingBackend for PngBackend<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::charts::render::register_fonts;
+    use crate::charts::fonts::register_fonts;
 
     const SIZE: f64 = 60.0;
     const LEFT: i32 = 20;

@@ -2,15 +2,11 @@
 //! installed: DejaVu Sans is compiled in and registered with plotters'
 //! `ab_glyph` renderer, so nothing asks fontconfig.
 
-use super::Formats;
-pub use super::png::write_png;
 use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
 use plotters::coord::combinators::{LogCoord, WithKeyPoints};
 use plotters::prelude::*;
-use plotters::style::{FontStyle, register_font};
-use std::path::{Path, PathBuf};
-use std::sync::Once;
+use std::path::Path;
 
 pub const WIDTH_PX: u32 = 1280;
 pub const HEIGHT_PX: u32 = 800;
@@ -34,24 +30,6 @@ pub const BANDS: [RGBColor; 8] = [
     RGBColor(127, 127, 127),
 ];
 
-static FONTS: Once = Once::new();
-
-pub const REGULAR_TTF: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
-pub const BOLD_TTF: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans-Bold.ttf");
-
-/// Register the bundled font under the family plotters asks for by default.
-/// (PNG text is drawn by [`PngBackend`] from the same fonts.)
-pub fn register_fonts() {
-    FONTS.call_once(|| {
-        for family in ["sans-serif", "DejaVu Sans"] {
-            register_font(family, FontStyle::Normal, REGULAR_TTF)
-                .unwrap_or_else(|_| panic!("the bundled regular font is a valid TTF"));
-            register_font(family, FontStyle::Bold, BOLD_TTF)
-                .unwrap_or_else(|_| panic!("the bundled bold font is a valid TTF"));
-        }
-    });
-}
-
 /// A chart that can draw itself on any plotters backend.
 pub trait ChartImage {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
@@ -68,28 +46,6 @@ pub trait SweptChart: ChartImage {
 /// (their `Display`, which ends in the I/O error's own words).
 pub fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
-}
-
-/// Write `stem.png` and/or `stem.svg` into `dir`; returns the paths written.
-pub fn write_images<C: ChartImage>(
-    chart: &C,
-    dir: &Path,
-    stem: &str,
-    formats: Formats,
-) -> Result<Vec<PathBuf>, String> {
-    register_fonts();
-    let mut written = Vec::new();
-    if formats.png {
-        let path = dir.join(format!("{stem}.png"));
-        write_png(chart, (WIDTH_PX, HEIGHT_PX), &path)?;
-        written.push(path);
-    }
-    if formats.svg {
-        let path = dir.join(format!("{stem}.svg"));
-        write_svg(chart, (WIDTH_PX, HEIGHT_PX), &path)?;
-        written.push(path);
-    }
-    Ok(written)
 }
 
 /// Draw `chart` at `size` pixels and write it to `path` as SVG: drawn in
