@@ -1,3 +1,5 @@
+//! `leasehold chart KIND`: sweep the chart's scenarios, print its table, write CSV and images.
+
 use super::{EXIT_OK, EXIT_VIOLATION, bad_input};
 use leasehold::charts::render::SweptChart;
 use leasehold::charts::write_images;
