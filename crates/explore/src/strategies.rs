@@ -9,14 +9,17 @@
 //! `lease_timeout_extra_ms`"). Each knob shrinks on its own towards the
 //! smallest, fastest scenario, so a shrunk counterexample is small.
 //!
+//! (Users of the `leasehold` package write `leasehold::strategies` and
+//! `leasehold::simulate`.)
+//!
 //! ```no_run
-//! use leasehold::strategies::{ScenarioBounds, scenario, seed};
+//! use leasehold_explore::strategies::{ScenarioBounds, scenario, seed};
 //! use proptest::prelude::*;
 //!
 //! proptest! {
 //!     #[test]
 //!     fn correct_protocol_holds(scn in scenario(ScenarioBounds::small()), seed in seed()) {
-//!         let outcome = leasehold::simulate(&scn, seed, leasehold_protocol::Variant::Correct, None);
+//!         let outcome = leasehold_run::run::simulate(&scn, seed, leasehold_protocol::Variant::Correct, None);
 //!         prop_assert!(outcome.ok(), "{:?}", outcome.violations);
 //!     }
 //! }
