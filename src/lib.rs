@@ -21,12 +21,19 @@ pub use leasehold_explore::{
 pub use leasehold_live as live;
 pub use leasehold_report::{charts, explain, export, output_file, swimlane};
 pub use leasehold_run::{
-    coverage, lease_node, measure, memory_estimate, panic_capture, run, store_load, trace,
+    lease_node, measure, memory_estimate, panic_capture, run, store_load, trace,
 };
 pub use leasehold_scenario::{
     catalogue, fault_model, file_format, input_file, scaled_scenario, scenario, scenario_error,
     strict_json,
 };
+
+/// Coverage under the one path users know: what one run reached
+/// (`leasehold-run`) and the tally over many runs (`leasehold-explore`).
+pub mod coverage {
+    pub use leasehold_explore::coverage_tally::*;
+    pub use leasehold_run::coverage::*;
+}
 
 pub use lease_job::{LeaseJob, SeedResult, replay_command, shell_word};
 pub use run::{

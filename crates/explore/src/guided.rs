@@ -29,8 +29,9 @@
 //! and the scenarios: a hunt's jobs each drive their own guide, so results
 //! do not depend on `--jobs`.
 
+use crate::coverage_tally::{CoverageTally, hit_bucket};
 use leasehold_protocol::Variant;
-use leasehold_run::coverage::{CoverageTally, Feature, hit_bucket};
+use leasehold_run::coverage::Feature;
 use leasehold_run::run::{RunOutcome, simulate, simulate_timed};
 use leasehold_scenario::scenario::ValidScenario;
 use leasehold_sim::{

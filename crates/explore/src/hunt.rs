@@ -6,12 +6,12 @@
 //! `guided`).
 
 use crate::cost_budget::{COST_BUDGET, CostBudget};
+use crate::coverage_tally::CoverageTally;
 use crate::guided::{Guide, Input};
 use crate::shrink::FailureFile;
 use crate::watchdog::{LeaseRun, LeaseWatch, simulate_watched};
 use leasehold_check::Invariant;
 use leasehold_protocol::Variant;
-use leasehold_run::coverage::CoverageTally;
 use leasehold_run::run::RunOutcome;
 use leasehold_scenario::scenario::ValidScenario;
 use serde::Serialize;

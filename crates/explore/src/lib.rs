@@ -9,6 +9,7 @@
 //! the values a `SweepTest` shares with it, no progress bars).
 
 pub mod cost_budget;
+pub mod coverage_tally;
 pub mod guided;
 pub mod hunt;
 pub mod lease_job;

@@ -13,9 +13,9 @@
 //! dropped (its seed is simply run again by `--resume`). A complete final line
 //! always ends in a newline, because every line is written with its newline.
 
+pub use crate::coverage_tally::LineCoverage;
 use crate::lease_job::{DETERMINISM, SeedResult, TimedSeedResult};
 use leasehold_protocol::HeartbeatMode;
-pub use leasehold_run::coverage::LineCoverage;
 use leasehold_run::coverage::NamedPoint;
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Seek, SeekFrom, Write};
