@@ -10,10 +10,12 @@ use leasehold_protocol::Variant;
 use leasehold_run::coverage::RunCoverage;
 use leasehold_run::run::{CUT_SHORT, RunOutcome, simulate};
 use leasehold_scenario::scenario::ValidScenario;
-pub use leasehold_scenario::scenario::scenario_hash;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Instant;
+
+// A scenario's fingerprint is the scenario's; re-exported for the jobs' users.
+pub use leasehold_scenario::scenario::scenario_hash;
 
 /// The name reported when two runs of one seed differ.
 pub const DETERMINISM: &str = "determinism";

@@ -13,7 +13,6 @@
 //! dropped (its seed is simply run again by `--resume`). A complete final line
 //! always ends in a newline, because every line is written with its newline.
 
-pub use crate::coverage_tally::LineCoverage;
 use crate::lease_job::{DETERMINISM, SeedResult, TimedSeedResult};
 use leasehold_protocol::HeartbeatMode;
 use leasehold_run::coverage::NamedPoint;
@@ -21,6 +20,9 @@ use serde::{Deserialize, Serialize};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+// Defined with the coverage tally and the other formats' names;
+// re-exported beside the results line that carries them.
+pub use crate::coverage_tally::LineCoverage;
 pub use leasehold_scenario::file_format::RESULTS_FORMAT;
 
 /// Lines longer than this are not results (a violation message is short);

@@ -26,6 +26,8 @@ use leasehold_sim::{Fault, FaultPlan, NodeId, TimedFault};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
+// Every format's name lives with the input files (`replay_input` tells
+// them apart); re-exported beside the failure file it names.
 pub use leasehold_scenario::file_format::FAILURE_FORMAT;
 
 /// How big a run is, before and after shrinking.

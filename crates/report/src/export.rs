@@ -1,7 +1,6 @@
 //! Pictures of a run: Chrome trace event JSON (opens in Perfetto) and an SVG
 //! swimlane. Both are built from the run's records, never from node beliefs.
 
-pub use crate::explain::node_name;
 use leasehold_check::NodeRole;
 use leasehold_interface::StoreReply;
 use leasehold_protocol::{DocKey, DocValue, LeaseEvent, Owner, TaskState, Variant};
@@ -10,6 +9,9 @@ use leasehold_scenario::scenario::ValidScenario;
 use leasehold_sim::{Actor, Fault, MessageAction, NodeId, Observer, Record, RecordKind};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
+
+// Defined in `explain`, which names nodes too; re-exported for its users.
+pub use crate::explain::node_name;
 
 /// One stretch of time during which a worker incarnation held a task.
 #[derive(Clone, Debug, PartialEq)]

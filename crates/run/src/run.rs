@@ -6,16 +6,14 @@
 
 use crate::coverage::{CoverageTracker, RunCoverage};
 use crate::lease_node::LeaseNode;
-use leasehold_scenario::fault_model::FaultMix;
-use leasehold_scenario::scenario::ValidScenario;
-// The bound is the scenario's (validation needs it); runs know it here too.
 use crate::store_load::{StoreLoad, StoreLoadCounter};
 use leasehold_check::{CheckConfig, Invariant, LeaseBounds, LeaseChecker, NodeRole, Violation};
 use leasehold_interface::{Document, EffectReply, EffectRequest, StoreReply, StoreRequest};
 use leasehold_protocol::{
     DocKey, DocValue, LeaseEvent, Owner, Reclaimer, TaskDoc, TaskId, Variant, Worker, task_write,
 };
-pub use leasehold_scenario::scenario::liveness_bound;
+use leasehold_scenario::fault_model::FaultMix;
+use leasehold_scenario::scenario::ValidScenario;
 use leasehold_sim::{
     Actor, Concern, FaultPlan, FaultSource, NetworkSpec, NodeId, NodeSpec, Observer, Record,
     RecordKind, RngStreams, RunLimits, RunStats, SimConfig, Simulation, StopReason, TimedFault,
@@ -26,7 +24,10 @@ use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
+// Defined with the scenario and its files (validation needs the bound);
+// re-exported where runs and their users have always found them.
 pub use leasehold_scenario::file_format::LEASEHOLD_VERSION;
+pub use leasehold_scenario::scenario::liveness_bound;
 
 /// Observers beyond the checkers (a trace writer, a trace comparer).
 pub type ExtraObserver<'a> = &'a mut dyn Observer<DocKey, DocValue, LeaseEvent>;

@@ -11,14 +11,17 @@
 
 use crate::run::{LEASEHOLD_VERSION, RunOutcome};
 use leasehold_protocol::{DocKey, DocValue, LeaseEvent, Variant};
+use leasehold_sim::{Observer, OwnedRecord, Record};
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+
+// What every file format shares is defined with the input files;
+// re-exported where readers of traces have always found it.
 pub use leasehold_scenario::file_format::{
     ReplayInput, TRACE_FORMAT, expect_format, known_invariant, named_variant, replay_input,
     version_note,
 };
 pub use leasehold_scenario::strict_json::{from_value_named, one_line, strip_position};
-use leasehold_sim::{Observer, OwnedRecord, Record};
-use serde::{Deserialize, Serialize};
-use std::io::Write;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

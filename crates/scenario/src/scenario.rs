@@ -3,13 +3,15 @@
 
 use crate::fault_model::{FaultsSection, Fleet as FaultFleet};
 use crate::scenario_error::bad;
-pub use crate::scenario_error::{MAX_DURATION_MS, ScenarioError, check_duration};
 use leasehold_check::LivenessBound;
 use leasehold_interface::ServiceId;
 use leasehold_protocol::{HeartbeatMode, ProtocolConfig, Variant};
 use leasehold_sim::{Dedup, ServiceSpec};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
+
+// Shared with the fault model; re-exported where scenario users look.
+pub use crate::scenario_error::{MAX_DURATION_MS, ScenarioError, check_duration};
 
 /// Bounds that keep one run within memory and time on a laptop.
 pub const MAX_WORKERS: u32 = 100_000;
