@@ -1,49 +1,39 @@
 //! leasehold: deterministic simulation testing for the lease-with-heartbeat
-//! pattern. This crate wires the protocol (`leasehold-protocol`) into the
-//! simulator (`leasehold-sim`), attaches the checkers (`leasehold-check`), and
-//! provides the CLI's commands.
+//! pattern. This package is the CLI (`src/main.rs`, `src/commands/`) and this
+//! thin library, which re-exports the layered crates under the paths users
+//! know (`leasehold::SweepTest`, `leasehold::strategies`,
+//! `leasehold::simulate`, `leasehold::scenario::Scenario`, ...):
 //!
-//! Sweeps of many seeds: [`sweep_engine`] runs seeds on many threads with
-//! results in seed order; [`SweepTest`] does it from a `#[test]`;
-//! [`strategies`] gives proptest strategies for scenarios and seeds.
+//! - `leasehold-scenario`: scenario and fault-model files, read strictly;
+//! - `leasehold-run`: one run wired together, traces;
+//! - `leasehold-explore`: sweeps, results files, hunt, shrink, `SweepTest`;
+//! - `leasehold-report`: explain, export, swimlanes, charts;
+//! - `leasehold-live`: the protocol against a real SQL store.
+//!
+//! Nothing here holds logic of its own.
 
-pub mod catalogue;
-pub mod charts;
-pub mod cost_budget;
-pub mod coverage;
-pub mod explain;
-pub mod export;
-pub mod fault_model;
-pub mod guided;
-pub mod hunt;
-pub mod input_file;
-pub mod lease_job;
-pub mod lease_node;
-pub mod live;
-pub mod measure;
-pub mod memory_estimate;
-pub mod output_file;
-pub mod panic_capture;
-pub mod parallel;
-pub mod results_file;
-pub mod run;
-pub mod run_file;
-pub mod scaled_scenario;
-pub mod scenario;
-pub mod seeds;
-pub mod shard;
-pub mod shrink;
-pub mod store_load;
 #[cfg(feature = "proptest")]
-pub mod strategies;
-pub mod strict_json;
-pub mod sweep_args;
-pub mod sweep_engine;
-pub mod sweep_summary;
-pub mod sweep_test;
-pub mod swimlane;
-pub mod trace;
-pub mod watchdog;
+pub use leasehold_explore::strategies;
+pub use leasehold_explore::{
+    cost_budget, guided, hunt, lease_job, parallel, results_file, run_file, seeds, shard, shrink,
+    sweep_args, sweep_engine, sweep_summary, sweep_test, watchdog,
+};
+pub use leasehold_live as live;
+pub use leasehold_report::{charts, explain, export, output_file, swimlane};
+pub use leasehold_run::{
+    lease_node, measure, memory_estimate, panic_capture, run, store_load, trace,
+};
+pub use leasehold_scenario::{
+    catalogue, fault_model, file_format, input_file, scaled_scenario, scenario, scenario_error,
+    strict_json,
+};
+
+/// Coverage under the one path users know: what one run reached
+/// (`leasehold-run`) and the tally over many runs (`leasehold-explore`).
+pub mod coverage {
+    pub use leasehold_explore::coverage_tally::*;
+    pub use leasehold_run::coverage::*;
+}
 
 pub use lease_job::{LeaseJob, SeedResult, replay_command, shell_word};
 pub use run::{

@@ -1,5 +1,8 @@
+//! `leasehold chart KIND`: sweep the chart's scenarios, print its table, write CSV and images.
+
 use super::{EXIT_OK, EXIT_VIOLATION, bad_input};
-use leasehold::charts::render::{SweptChart, write_images};
+use leasehold::charts::render::SweptChart;
+use leasehold::charts::write_images;
 use leasehold::charts::{
     ChartKind, Formats, chart_claims, chart_detection, chart_load, chart_store_load, live_points,
 };

@@ -1,3 +1,5 @@
+//! `leasehold explain`: a failure file or a trace re-run and told as a story.
+
 use super::{EXIT_OK, EXIT_VIOLATION, bad_input};
 use leasehold::explain::{Telling, explain_with};
 use leasehold::run_file::{ReadRun, RunFile};

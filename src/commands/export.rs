@@ -1,3 +1,5 @@
+//! `leasehold export`: a failure file or a trace drawn as Perfetto JSON, SVG or PNG.
+
 use super::{EXIT_OK, bad_input};
 use leasehold::export::{perfetto, timeline};
 use leasehold::swimlane::Image;

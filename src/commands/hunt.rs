@@ -1,3 +1,5 @@
+//! `leasehold hunt`: the hunt scenarios swept under every variant, seeds until each planted bug is caught.
+
 use super::run_checks::one_budget;
 use super::{EXIT_OK, EXIT_VIOLATION, RunChecksArgs, bad_input, parse_variant};
 use leasehold::Scenario;

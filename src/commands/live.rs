@@ -1,3 +1,5 @@
+//! `leasehold live`: a scenario's fleet run for real against a SQL store, then judged.
+
 use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_run_inputs};
 use leasehold::live::{LiveOptions, LiveReport, MAX_SPEED, live};
 use leasehold::trace::{LiveHeader, TraceEnd, TraceHeader, TraceWriter};

@@ -1,3 +1,5 @@
+//! The commands, and what they share: bad-input lines, loading inputs, output paths.
+
 // `print!` and `println!` in every command below write through
 // [`report`]: a reader that left (`| head`) ends the report quietly, and the
 // command carries on to its verdict, which stays its exit code. (Declared

@@ -1,3 +1,5 @@
+//! `leasehold replay`: a failure file or a trace run again (or its records judged again).
+
 use super::{EXIT_OK, EXIT_VIOLATION};
 use leasehold::ValidScenario;
 use leasehold::run_file::{ReadRun, RunFile};

@@ -1,3 +1,5 @@
+//! `leasehold run`: one seed, its report, and optionally its trace.
+
 use super::{EXIT_OK, EXIT_VIOLATION, RunChecksArgs, bad_input, load_run_inputs};
 use leasehold::cost_budget::{self, COST_BUDGET, CostBudget};
 use leasehold::measure::{self, Throughput};

@@ -1,3 +1,5 @@
+//! `leasehold scenarios`: the shipped scenarios and their stories.
+
 use super::{EXIT_OK, bad_input};
 use leasehold::Scenario;
 use std::path::Path;

@@ -1,3 +1,5 @@
+//! `leasehold shrink`: a failing seed reduced to a failure file.
+
 use super::{EXIT_OK, EXIT_VIOLATION, bad_input, load_run_inputs};
 use leasehold::ValidScenario;
 use leasehold::shrink::{FailureFile, RunSize, ShrinkError, ShrinkLimits, shrink};

@@ -1,3 +1,5 @@
+//! `leasehold variants`: the protocol variants and the bug each plants.
+
 use super::EXIT_OK;
 use leasehold_protocol::Variant;
 
