@@ -18,8 +18,11 @@
 //! - `no-needless-suspicion`: a reclaimer declares a lease dead (marks it
 //!   dead, or deletes it while alive) or re-queues a running task only once
 //!   the holder's lease has provably expired (`decided >= last_landed +
-//!   expiry`); and a worker that no fault touched for a whole renewal window
-//!   never fences itself.
+//!   expiry`); a worker that no fault touched for a whole renewal window
+//!   never fences itself; and, faults or not, a worker whose lease was not
+//!   declared dead never gives itself up (fences, stops, quits to register
+//!   anew) before the earliest self-fencing deadline its configuration
+//!   allows, counted from its boot (`LeaseBounds::earliest_fence_us`).
 //! - `no-resurrection`: a lease document declared dead or deleted is never
 //!   written alive again by its holder in a request decided after the loss.
 //! - `detection-bounded`: in the heal phase, a lease document that stopped
@@ -98,6 +101,19 @@ impl LeaseBounds {
     /// reply late from the fault phase, a scan to first see the last
     /// version, the lease timeout on a slow clock, a scan to act, every
     /// page of both scans, and the mark's own trip.
+    /// The least true time from a worker incarnation's boot before which
+    /// it cannot give itself up unless its lease was declared dead: the
+    /// configuration rules make every self-fencing deadline exceed a
+    /// heartbeat interval, a store timeout and a round trip, no deadline can
+    /// be dated before the boot (a lease is dated from an attempt to write
+    /// it), and a clock running `max_clock_drift_ppm` fast counts that
+    /// span no sooner than this.
+    pub fn earliest_fence_us(&self) -> u64 {
+        let local_ms =
+            self.heartbeat_interval_ms + self.store_timeout_ms + 2 * self.max_network_delay_ms;
+        self.least_true_us(local_ms * 1_000)
+    }
+
     /// How long after a lease is declared dead (its mark landed) the
     /// reclaimer that declared it has re-queued every task still running
     /// under it, when no fault touches that reclaimer, the holder or the
@@ -226,6 +242,9 @@ pub(crate) struct LeaseOracle {
     touched_until_us: Vec<u64>,
     /// Who each node is, to find a lease holder's node.
     roles: Vec<NodeRole>,
+    /// Per node: its newest incarnation recorded booting (a restart), and
+    /// when. The first incarnation's boot is not recorded: 0 stands for it.
+    booted_us: Vec<(u32, u64)>,
     /// Rounds of re-queues a dead worker-mode lease takes
     /// (`LeaseBounds::requeue_us`): the pages its owner's running tasks
     /// fill, plus one.
@@ -248,6 +267,7 @@ impl LeaseOracle {
             store_disturbed_until_us: 0,
             touched_until_us: vec![0; nodes],
             roles: roles.to_vec(),
+            booted_us: vec![(1, 0); nodes],
             owned_rounds,
             heal_at_us: None,
         }
@@ -682,6 +702,11 @@ impl LeaseOracle {
             Fault::Restart { node, .. } | Fault::ClockJump { node, .. } => Some((node, time_us)),
             _ => None,
         };
+        if let Fault::Restart { node, incarnation } = *fault
+            && let Some(b) = self.booted_us.get_mut(node.index())
+        {
+            *b = (incarnation, time_us);
+        }
         if let Some((node, until_us)) = struck {
             if let Some(t) = self.touched_until_us.get_mut(node.index()) {
                 *t = (*t).max(until_us.saturating_add(window_us));
@@ -765,6 +790,24 @@ impl LeaseOracle {
         };
         // Declared dead: the exit is the reclaimer's doing, judged there.
         if lease.lost_at_us.is_some() {
+            return;
+        }
+        // Too early for any deadline: whatever it read, a worker whose lease
+        // stands gave itself up before it could have run out, faults or not.
+        let booted_us = match self.booted_us.get(node.index()) {
+            Some(&(i, at_us)) if i == incarnation => at_us,
+            _ => 0,
+        };
+        let earliest_us = booted_us.saturating_add(self.bounds.earliest_fence_us());
+        if time_us < earliest_us {
+            verdicts.report_with(Invariant::NoNeedlessSuspicion, time_us, None, move || {
+                format!(
+                    "{owner} gave itself up at {} with its heartbeat alive and never declared dead, but it booted at {} and no self-fencing deadline can fall before {}",
+                    fmt_s(time_us),
+                    fmt_s(booted_us),
+                    fmt_s(earliest_us)
+                )
+            });
             return;
         }
         let window_us = self.bounds.renew_window_us();
@@ -1094,6 +1137,98 @@ mod tests {
         });
         exit(&mut paused, 16 * S);
         assert_eq!(count(&paused, Invariant::NoNeedlessSuspicion), 0);
+    }
+
+    #[test]
+    fn needless_suspicion_fires_when_a_worker_gives_itself_up_before_any_deadline() {
+        // A heartbeat interval, a store timeout and a round trip, on a fast
+        // clock: 6.02 s less the drift.
+        let earliest_us = bounds().earliest_fence_us();
+        assert_eq!(earliest_us, 6_016_990);
+        // Registered at 1 s and gone at 2 s (a registration retry that met
+        // its own document and quit), a dropped reply beside it: no
+        // deadline of a lease dated from its boot can have passed.
+        let mut c = checker();
+        write(&mut c, WORKER, S, S, member(MemberStatus::Alive, 0), None);
+        c.record(&Record {
+            time_us: S + 1,
+            kind: RecordKind::Fault(Fault::PauseAt {
+                at_us: S + 1,
+                node: WORKER,
+                duration_us: 1,
+            }),
+        });
+        exit(&mut c, 2 * S);
+        assert_eq!(count(&c, Invariant::NoNeedlessSuspicion), 1);
+        // The same incarnation gone after the earliest deadline, with the
+        // fault beside it: excused.
+        let mut later = checker();
+        write(
+            &mut later,
+            WORKER,
+            S,
+            S,
+            member(MemberStatus::Alive, 0),
+            None,
+        );
+        later.record(&Record {
+            time_us: 5 * S,
+            kind: RecordKind::Fault(Fault::PauseAt {
+                at_us: 5 * S,
+                node: WORKER,
+                duration_us: 2 * S,
+            }),
+        });
+        exit(&mut later, earliest_us + 1);
+        assert_eq!(count(&later, Invariant::NoNeedlessSuspicion), 0);
+        // Dated from its own boot: a second incarnation that booted at 30 s
+        // and quit at 32 s fires too.
+        let mut second = checker();
+        second.record(&Record {
+            time_us: 30 * S,
+            kind: RecordKind::Fault(Fault::Restart {
+                node: WORKER,
+                incarnation: 2,
+            }),
+        });
+        let me2 = Owner {
+            incarnation: 2,
+            ..ME
+        };
+        let op = StoreRequest::CreateIfAbsent {
+            key: DocKey::Member { owner: me2 },
+            value: DocValue::Member(MemberDoc {
+                owner: me2,
+                status: MemberStatus::Alive,
+                beats: 0,
+                lease_timeout_ms: LEASE_MS,
+                written_at_ms: 0,
+            }),
+            index: None,
+        };
+        let reply = StoreReply::Written { version: 1 };
+        second.record(&Record {
+            time_us: 31 * S,
+            kind: RecordKind::Store {
+                actor: Actor::Node {
+                    node: WORKER,
+                    incarnation: 2,
+                },
+                request: RequestId(1),
+                op: &op,
+                reply: &reply,
+                before: None,
+                decided_us: 30 * S,
+            },
+        });
+        second.record(&Record {
+            time_us: 32 * S,
+            kind: RecordKind::Exit {
+                node: WORKER,
+                incarnation: 2,
+            },
+        });
+        assert_eq!(count(&second, Invariant::NoNeedlessSuspicion), 1);
     }
 
     #[test]
