@@ -1146,8 +1146,9 @@ mod tests {
         let earliest_us = bounds().earliest_fence_us();
         assert_eq!(earliest_us, 6_016_990);
         // Registered at 1 s and gone at 2 s (a registration retry that met
-        // its own document and quit), a dropped reply beside it: no
-        // deadline of a lease dated from its boot can have passed.
+        // its own document and quit), a fault on it just before (which
+        // excuses rule (b), not this): no deadline of a lease dated from its
+        // boot can have passed.
         let mut c = checker();
         write(&mut c, WORKER, S, S, member(MemberStatus::Alive, 0), None);
         c.record(&Record {
