@@ -24,13 +24,16 @@ pub enum Invariant {
     ActsWithinLease,
     /// A reclaimer declares a lease dead, or re-queues a running task, only
     /// once the holder's lease has provably expired; a worker no fault
-    /// touched for a renewal window never fences itself.
+    /// touched for a renewal window never fences itself; and no worker whose
+    /// lease stands gives itself up before any self-fencing deadline can fall.
     NoNeedlessSuspicion,
     /// A lease document declared dead or deleted is never written alive again
     /// by its holder in a request decided after the loss.
     NoResurrection,
     /// In the heal phase, a lease that stopped being renewed is declared dead
-    /// within a bound derived from the configuration.
+    /// within a bound derived from the configuration; and a task running
+    /// under a lease declared dead is re-queued within the declaring
+    /// reclaimer's round trips while no fault touches it.
     DetectionBounded,
     /// Not a lease invariant: a simulated node panicked (or the run's queue
     /// overflowed). Reported like a violation so it is never lost. (A run

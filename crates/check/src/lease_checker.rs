@@ -324,7 +324,8 @@ impl LeaseChecker {
             cfg.tasks_total as usize
         ];
         let applied = vec![0; cfg.tasks_total as usize * cfg.steps_per_task as usize];
-        let oracle = LeaseOracle::new(cfg.bounds.clone(), cfg.roles.len());
+        let max_owned_tasks = cfg.liveness.capacity.min(cfg.tasks_total);
+        let oracle = LeaseOracle::new(cfg.bounds.clone(), &cfg.roles, u64::from(max_owned_tasks));
         LeaseChecker {
             oracle,
             cfg,
@@ -735,6 +736,20 @@ impl LeaseChecker {
         assert!(!self.finished, "finish called twice");
         self.finished = true;
         self.oracle.finish(&mut self.verdicts, end_us);
+        for (i, track) in self.tasks.iter().enumerate() {
+            if let Some(doc) = track.doc
+                && doc.state == TaskState::Running
+                && let Some(owner) = doc.owner
+            {
+                self.oracle.still_running(
+                    &mut self.verdicts,
+                    end_us,
+                    TaskId(i as u32),
+                    owner,
+                    doc.epoch,
+                );
+            }
+        }
         let mut lost = Vec::new();
         let mut unapplied = Vec::new();
         let steps = self.cfg.steps_per_task as usize;

@@ -18,13 +18,19 @@
 //! - `no-needless-suspicion`: a reclaimer declares a lease dead (marks it
 //!   dead, or deletes it while alive) or re-queues a running task only once
 //!   the holder's lease has provably expired (`decided >= last_landed +
-//!   expiry`); and a worker that no fault touched for a whole renewal window
-//!   never fences itself.
+//!   expiry`); a worker that no fault touched for a whole renewal window
+//!   never fences itself; and, faults or not, a worker whose lease was not
+//!   declared dead never gives itself up (fences, stops, quits to register
+//!   anew) before the earliest self-fencing deadline its configuration
+//!   allows, counted from its boot (`LeaseBounds::earliest_fence_us`).
 //! - `no-resurrection`: a lease document declared dead or deleted is never
 //!   written alive again by its holder in a request decided after the loss.
 //! - `detection-bounded`: in the heal phase, a lease document that stopped
 //!   being renewed is declared dead (or deleted) within a bound derived from
-//!   the configuration.
+//!   the configuration; and, whenever no fault touches the reclaimer that
+//!   declared it, the holder or the store, every task still running under a
+//!   lease declared dead is re-queued within a few round trips of the
+//!   declaration (`LeaseBounds::requeue_us`), not left to a later scan.
 //!
 //! Every rule is a fact about the run, never about what a node believes.
 
@@ -95,6 +101,33 @@ impl LeaseBounds {
     /// reply late from the fault phase, a scan to first see the last
     /// version, the lease timeout on a slow clock, a scan to act, every
     /// page of both scans, and the mark's own trip.
+    /// The least true time from a worker incarnation's boot before which
+    /// it cannot give itself up unless its lease was declared dead: the
+    /// configuration rules make every self-fencing deadline exceed a
+    /// heartbeat interval, a store timeout and a round trip, no deadline can
+    /// be dated before the boot (a lease is dated from an attempt to write
+    /// it), and a clock running `max_clock_drift_ppm` fast counts that
+    /// span no sooner than this.
+    pub fn earliest_fence_us(&self) -> u64 {
+        let local_ms =
+            self.heartbeat_interval_ms + self.store_timeout_ms + 2 * self.max_network_delay_ms;
+        self.least_true_us(local_ms * 1_000)
+    }
+
+    /// How long after a lease is declared dead (its mark landed) the
+    /// reclaimer that declared it has re-queued every task still running
+    /// under it, when no fault touches that reclaimer, the holder or the
+    /// store: the mark's reply, then per round a read of what the lease held
+    /// (a listing of the owner's tasks in worker mode, the leased task in
+    /// task mode) and the re-queue writes, a round trip each. No timer and
+    /// no clock is involved: each step follows the reply before it.
+    /// `rounds` is 1 in task mode; in worker mode, one per page of the
+    /// owner's tasks, plus one listing after a re-queue that lost a race.
+    pub fn requeue_us(&self, rounds: u64) -> u64 {
+        let trip_us = 2 * self.max_network_delay_ms * 1_000;
+        self.max_network_delay_ms * 1_000 + rounds * 2 * trip_us
+    }
+
     pub fn detect_us(&self, lease_timeout_ms: u64, docs: u64) -> u64 {
         let pages = docs.div_ceil(u64::from(self.scan_page_size.max(1))) + 1;
         let scan_us = self.most_true_us(self.scan_interval_ms * 1_000)
@@ -127,6 +160,9 @@ struct LeaseTrack {
     first_landed_us: u64,
     /// When a reclaimer's mark or any delete ended it.
     lost_at_us: Option<u64>,
+    /// The reclaimer whose mark ended it: it owes the re-queue of every
+    /// task still running under it (`LeaseBounds::requeue_us`).
+    declared_by: Option<NodeId>,
     /// Whether the document is in the store now.
     exists: bool,
     /// Judged late once already: reported once per lease.
@@ -200,11 +236,28 @@ pub(crate) struct LeaseOracle {
     disturbed_until_us: Vec<u64>,
     /// The same for faults of the store itself (outages), which touch all.
     store_disturbed_until_us: u64,
+    /// Per node: `disturbed_until_us`, and crashes, restarts and clock
+    /// jumps too (which end a reclaimer's jobs or time its requests out,
+    /// but do not make a worker fence itself needlessly).
+    touched_until_us: Vec<u64>,
+    /// Who each node is, to find a lease holder's node.
+    roles: Vec<NodeRole>,
+    /// Per node: its newest incarnation recorded booting (a restart), and
+    /// when. The first incarnation's boot is not recorded: 0 stands for it.
+    booted_us: Vec<(u32, u64)>,
+    /// Rounds of re-queues a dead worker-mode lease takes
+    /// (`LeaseBounds::requeue_us`): the pages its owner's running tasks
+    /// fill, plus one.
+    owned_rounds: u64,
     heal_at_us: Option<u64>,
 }
 
 impl LeaseOracle {
-    pub fn new(bounds: LeaseBounds, nodes: usize) -> LeaseOracle {
+    /// `max_owned_tasks`: the most tasks one worker can hold running (the
+    /// fleet's slots, or every task if fewer).
+    pub fn new(bounds: LeaseBounds, roles: &[NodeRole], max_owned_tasks: u64) -> LeaseOracle {
+        let nodes = roles.len();
+        let owned_rounds = max_owned_tasks.div_ceil(u64::from(bounds.scan_page_size.max(1))) + 1;
         LeaseOracle {
             bounds,
             members: BTreeMap::new(),
@@ -212,8 +265,55 @@ impl LeaseOracle {
             docs_in_store: 0,
             disturbed_until_us: vec![0; nodes],
             store_disturbed_until_us: 0,
+            touched_until_us: vec![0; nodes],
+            roles: roles.to_vec(),
+            booted_us: vec![(1, 0); nodes],
+            owned_rounds,
             heal_at_us: None,
         }
+    }
+
+    fn worker_node(&self, worker: u32) -> Option<NodeId> {
+        let i = self
+            .roles
+            .iter()
+            .position(|r| *r == NodeRole::Worker { worker })?;
+        Some(NodeId(u32::try_from(i).ok()?))
+    }
+
+    fn reclaimer_node(&self, id: u32) -> Option<NodeId> {
+        let i = self
+            .roles
+            .iter()
+            .position(|r| *r == NodeRole::Reclaimer { id })?;
+        Some(NodeId(u32::try_from(i).ok()?))
+    }
+
+    /// The bound on re-queueing a task still running under `lease`, and
+    /// from when, if it is owed: the lease was declared dead by a
+    /// reclaimer, and no fault touched that reclaimer, the holder or the
+    /// store from the declaration on (a fault before it that still mattered
+    /// counts). Judged lazily, at the re-queue or at the end, so a fault
+    /// after the bound ran out also excuses: lenient, never a false alarm.
+    fn requeue_owed(&self, lease: &LeaseTrack) -> Option<(u64, u64)> {
+        let declared_us = lease.lost_at_us?;
+        let by = lease.declared_by?;
+        let holder = self.worker_node(lease.holder.worker);
+        let touched = |node: Option<NodeId>| {
+            node.is_none_or(|n| {
+                self.touched_until_us
+                    .get(n.index())
+                    .is_none_or(|t| *t >= declared_us)
+            })
+        };
+        if touched(Some(by)) || touched(holder) || self.store_disturbed_until_us >= declared_us {
+            return None;
+        }
+        let rounds = match self.bounds.heartbeat_mode {
+            HeartbeatMode::Worker => self.owned_rounds,
+            HeartbeatMode::Task => 1,
+        };
+        Some((declared_us, self.bounds.requeue_us(rounds)))
     }
 
     fn lease_mut(
@@ -300,6 +400,7 @@ impl LeaseOracle {
                 renewals_us: [(0, 0); 4],
                 first_landed_us: time_us,
                 lost_at_us: None,
+                declared_by: None,
                 exists: false,
                 reported_late: false,
             };
@@ -316,6 +417,10 @@ impl LeaseOracle {
         }
         let heal_at_us = self.heal_at_us;
         let docs_in_store = self.docs_in_store;
+        let declared_by = match actor {
+            Actor::Reclaimer(id) => self.reclaimer_node(id),
+            _ => None,
+        };
         let track = self.lease_mut(holder, task, epoch).expect("tracked above");
         let what = LeaseName(holder, task, epoch);
         // In task mode a create is a new claim attempt: the worker dates
@@ -367,6 +472,7 @@ impl LeaseOracle {
         }
         if (!alive || deleting) && track.lost_at_us.is_none() {
             track.lost_at_us = Some(time_us);
+            track.declared_by = declared_by;
             // Declared in the heal phase: judged against its bound.
             if let Some(heal_us) = heal_at_us
                 && !track.reported_late
@@ -501,6 +607,21 @@ impl LeaseOracle {
         };
         // No lease ever landed: the claim is an orphan, re-queued rightly.
         let Some(lease) = lease else { return };
+        if let Some((declared_us, bound_us)) = self.requeue_owed(lease)
+            && time_us > declared_us + bound_us
+        {
+            let what = self.lease_name(owner, task, b.epoch);
+            verdicts.report_with(Invariant::DetectionBounded, time_us, Some(task), move || {
+                format!(
+                    "{what} was declared dead at {}, and task {} still running under it was re-queued only at {} (bound {}; no fault touched the reclaimer, the holder or the store)",
+                    fmt_s(declared_us),
+                    task.0,
+                    fmt_s(time_us),
+                    fmt_s(bound_us)
+                )
+            });
+        }
+        let bounds = &self.bounds;
         let expires_us = lease.expires_us(bounds);
         if lease.lost_at_us.is_none_or(|lost| lost > decided_us) && decided_us < expires_us {
             let (landed_us, epoch) = (lease.last_landed_us, b.epoch);
@@ -516,11 +637,82 @@ impl LeaseOracle {
         }
     }
 
+    fn lease_name(&self, holder: Owner, task: TaskId, epoch: u64) -> LeaseName {
+        match self.bounds.heartbeat_mode {
+            HeartbeatMode::Worker => LeaseName(holder, None, 0),
+            HeartbeatMode::Task => LeaseName(holder, Some(task), epoch),
+        }
+    }
+
+    /// At the end: `task` is still running under `owner` at `epoch`. If its
+    /// lease was declared dead and its re-queue was owed, the bound must not
+    /// have run out.
+    pub fn still_running(
+        &self,
+        verdicts: &mut Verdicts,
+        end_us: u64,
+        task: TaskId,
+        owner: Owner,
+        epoch: u64,
+    ) {
+        let lease = match self.bounds.heartbeat_mode {
+            HeartbeatMode::Worker => self.members.get(&owner),
+            HeartbeatMode::Task => self.task_leases.get(&task).and_then(|ls| {
+                ls.iter()
+                    .rev()
+                    .find(|l| l.holder == owner && l.epoch == epoch)
+            }),
+        };
+        let Some(lease) = lease else { return };
+        let Some((declared_us, bound_us)) = self.requeue_owed(lease) else {
+            return;
+        };
+        if end_us > declared_us + bound_us {
+            let what = self.lease_name(owner, task, epoch);
+            verdicts.report_with(Invariant::DetectionBounded, end_us, Some(task), move || {
+                format!(
+                    "{what} was declared dead at {}, and task {} was still running under it at the end, {} (bound {}; no fault touched the reclaimer, the holder or the store)",
+                    fmt_s(declared_us),
+                    task.0,
+                    fmt_s(end_us),
+                    fmt_s(bound_us)
+                )
+            });
+        }
+    }
+
     /// A fault: the nodes it touches are excused from needless fencing
     /// until it stops mattering.
     pub fn fault(&mut self, time_us: u64, fault: &Fault) {
         let store_timeout_us = self.bounds.store_timeout_ms * 1_000;
         let window_us = self.bounds.renew_window_us();
+        // Crashes, restarts and clock jumps: a reclaimer's jobs end or its
+        // requests time out early; a late reply may follow a restart.
+        let struck = match *fault {
+            Fault::Crash {
+                node,
+                restart_after_us,
+                ..
+            }
+            | Fault::CrashAt {
+                node,
+                restart_after_us,
+                ..
+            } => Some((node, time_us.saturating_add(restart_after_us))),
+            Fault::Restart { node, .. } | Fault::ClockJump { node, .. } => Some((node, time_us)),
+            _ => None,
+        };
+        if let Fault::Restart { node, incarnation } = *fault
+            && let Some(b) = self.booted_us.get_mut(node.index())
+        {
+            *b = (incarnation, time_us);
+        }
+        if let Some((node, until_us)) = struck {
+            if let Some(t) = self.touched_until_us.get_mut(node.index()) {
+                *t = (*t).max(until_us.saturating_add(window_us));
+            }
+            return;
+        }
         let (node, until_us) = match *fault {
             Fault::Pause {
                 node, duration_us, ..
@@ -556,6 +748,9 @@ impl LeaseOracle {
         if let Some(d) = self.disturbed_until_us.get_mut(node.index()) {
             *d = (*d).max(until_us.saturating_add(window_us));
         }
+        if let Some(t) = self.touched_until_us.get_mut(node.index()) {
+            *t = (*t).max(until_us.saturating_add(window_us));
+        }
     }
 
     /// A message of `node` lost: its renewals may have gone unanswered.
@@ -564,6 +759,9 @@ impl LeaseOracle {
             time_us + self.bounds.store_timeout_ms * 1_000 + self.bounds.renew_window_us();
         if let Some(d) = self.disturbed_until_us.get_mut(node.index()) {
             *d = (*d).max(until_us);
+        }
+        if let Some(t) = self.touched_until_us.get_mut(node.index()) {
+            *t = (*t).max(until_us);
         }
     }
 
@@ -592,6 +790,24 @@ impl LeaseOracle {
         };
         // Declared dead: the exit is the reclaimer's doing, judged there.
         if lease.lost_at_us.is_some() {
+            return;
+        }
+        // Too early for any deadline: whatever it read, a worker whose lease
+        // stands gave itself up before it could have run out, faults or not.
+        let booted_us = match self.booted_us.get(node.index()) {
+            Some(&(i, at_us)) if i == incarnation => at_us,
+            _ => 0,
+        };
+        let earliest_us = booted_us.saturating_add(self.bounds.earliest_fence_us());
+        if time_us < earliest_us {
+            verdicts.report_with(Invariant::NoNeedlessSuspicion, time_us, None, move || {
+                format!(
+                    "{owner} gave itself up at {} with its heartbeat alive and never declared dead, but it booted at {} and no self-fencing deadline can fall before {}",
+                    fmt_s(time_us),
+                    fmt_s(booted_us),
+                    fmt_s(earliest_us)
+                )
+            });
             return;
         }
         let window_us = self.bounds.renew_window_us();
@@ -681,7 +897,9 @@ mod tests {
     use leasehold_interface::{
         Document, EffectReply, EffectRequest, RequestId, ServiceId, StoreReply, StoreRequest,
     };
-    use leasehold_protocol::{DocKey, DocValue, HeartbeatMode, MemberDoc, MemberStatus, Owner};
+    use leasehold_protocol::{
+        DocKey, DocValue, HeartbeatMode, MemberDoc, MemberStatus, Owner, TaskDoc, TaskId, TaskState,
+    };
     use leasehold_sim::{Actor, Fault, NodeId, Observer, Record, RecordKind};
 
     const S: u64 = 1_000_000;
@@ -922,6 +1140,99 @@ mod tests {
     }
 
     #[test]
+    fn needless_suspicion_fires_when_a_worker_gives_itself_up_before_any_deadline() {
+        // A heartbeat interval, a store timeout and a round trip, on a fast
+        // clock: 6.02 s less the drift.
+        let earliest_us = bounds().earliest_fence_us();
+        assert_eq!(earliest_us, 6_016_990);
+        // Registered at 1 s and gone at 2 s (a registration retry that met
+        // its own document and quit), a fault on it just before (which
+        // excuses rule (b), not this): no deadline of a lease dated from its
+        // boot can have passed.
+        let mut c = checker();
+        write(&mut c, WORKER, S, S, member(MemberStatus::Alive, 0), None);
+        c.record(&Record {
+            time_us: S + 1,
+            kind: RecordKind::Fault(Fault::PauseAt {
+                at_us: S + 1,
+                node: WORKER,
+                duration_us: 1,
+            }),
+        });
+        exit(&mut c, 2 * S);
+        assert_eq!(count(&c, Invariant::NoNeedlessSuspicion), 1);
+        // The same incarnation gone after the earliest deadline, with the
+        // fault beside it: excused.
+        let mut later = checker();
+        write(
+            &mut later,
+            WORKER,
+            S,
+            S,
+            member(MemberStatus::Alive, 0),
+            None,
+        );
+        later.record(&Record {
+            time_us: 5 * S,
+            kind: RecordKind::Fault(Fault::PauseAt {
+                at_us: 5 * S,
+                node: WORKER,
+                duration_us: 2 * S,
+            }),
+        });
+        exit(&mut later, earliest_us + 1);
+        assert_eq!(count(&later, Invariant::NoNeedlessSuspicion), 0);
+        // Dated from its own boot: a second incarnation that booted at 30 s
+        // and quit at 32 s fires too.
+        let mut second = checker();
+        second.record(&Record {
+            time_us: 30 * S,
+            kind: RecordKind::Fault(Fault::Restart {
+                node: WORKER,
+                incarnation: 2,
+            }),
+        });
+        let me2 = Owner {
+            incarnation: 2,
+            ..ME
+        };
+        let op = StoreRequest::CreateIfAbsent {
+            key: DocKey::Member { owner: me2 },
+            value: DocValue::Member(MemberDoc {
+                owner: me2,
+                status: MemberStatus::Alive,
+                beats: 0,
+                lease_timeout_ms: LEASE_MS,
+                written_at_ms: 0,
+            }),
+            index: None,
+        };
+        let reply = StoreReply::Written { version: 1 };
+        second.record(&Record {
+            time_us: 31 * S,
+            kind: RecordKind::Store {
+                actor: Actor::Node {
+                    node: WORKER,
+                    incarnation: 2,
+                },
+                request: RequestId(1),
+                op: &op,
+                reply: &reply,
+                before: None,
+                decided_us: 30 * S,
+            },
+        });
+        second.record(&Record {
+            time_us: 32 * S,
+            kind: RecordKind::Exit {
+                node: WORKER,
+                incarnation: 2,
+            },
+        });
+        assert_eq!(count(&second, Invariant::NoNeedlessSuspicion), 1);
+    }
+
+    #[test]
     fn no_resurrection_fires_on_a_write_decided_after_the_death() {
         let mut c = checker();
         write(&mut c, WORKER, S, S, member(MemberStatus::Alive, 0), None);
@@ -1017,5 +1328,100 @@ mod tests {
             Some(S),
         );
         assert_eq!(count(&late, Invariant::DetectionBounded), 1);
+    }
+
+    /// Our heartbeat at 1 s, our claim of task 0 at 2 s, and reclaimer-0's
+    /// mark at 20 s (past the lease): what every re-queue test starts from.
+    fn declared_dead_holding_task_0() -> LeaseChecker {
+        let mut c = checker();
+        write(&mut c, WORKER, S, S, member(MemberStatus::Alive, 0), None);
+        let pending = TaskDoc::new_pending(1);
+        let running = TaskDoc {
+            state: TaskState::Running,
+            owner: Some(ME),
+            epoch: 1,
+            ..pending
+        };
+        c.task_write(
+            2 * S,
+            2 * S,
+            actor(WORKER),
+            TaskId(0),
+            Some(&pending),
+            &running,
+        );
+        write(
+            &mut c,
+            RECLAIMER,
+            20 * S,
+            20 * S,
+            member(MemberStatus::Dead, 0),
+            Some(S),
+        );
+        c
+    }
+
+    fn requeue(c: &mut LeaseChecker, time_us: u64) {
+        let running = TaskDoc {
+            state: TaskState::Running,
+            owner: Some(ME),
+            epoch: 1,
+            ..TaskDoc::new_pending(1)
+        };
+        let requeued = TaskDoc {
+            state: TaskState::Pending,
+            owner: None,
+            epoch: 2,
+            ..running
+        };
+        c.task_write(
+            time_us,
+            time_us,
+            actor(RECLAIMER),
+            TaskId(0),
+            Some(&running),
+            &requeued,
+        );
+    }
+
+    #[test]
+    fn detection_bounded_fires_on_a_requeue_left_to_a_later_scan() {
+        // One page of the owner's tasks and one round for a lost race.
+        let bound_us = bounds().requeue_us(2);
+        assert_eq!(
+            bound_us, 90_000,
+            "the mark's reply, two rounds of two trips"
+        );
+        // A reclaimer that declared the lease dead and left the task to its
+        // next scan, a scan interval later.
+        let mut late = declared_dead_holding_task_0();
+        requeue(&mut late, 25 * S);
+        assert_eq!(count(&late, Invariant::DetectionBounded), 1);
+        // One that never re-queued it: judged at the end.
+        let mut never = declared_dead_holding_task_0();
+        never.finish(21 * S);
+        assert_eq!(count(&never, Invariant::DetectionBounded), 1);
+        // The correct reclaimer: a list and a re-queue after the mark.
+        let mut prompt = declared_dead_holding_task_0();
+        requeue(&mut prompt, 20 * S + 40_000);
+        prompt.finish(21 * S);
+        assert_eq!(count(&prompt, Invariant::DetectionBounded), 0);
+        // Just inside the bound is still in time.
+        let mut edge = declared_dead_holding_task_0();
+        requeue(&mut edge, 20 * S + bound_us);
+        assert_eq!(count(&edge, Invariant::DetectionBounded), 0);
+        // A crash of the reclaimer after its mark ends the job: the next
+        // scan, or another reclaimer's, re-queues; no bound is owed.
+        let mut crashed = declared_dead_holding_task_0();
+        crashed.record(&Record {
+            time_us: 20 * S + 1,
+            kind: RecordKind::Fault(Fault::CrashAt {
+                at_us: 20 * S + 1,
+                node: RECLAIMER,
+                restart_after_us: S,
+            }),
+        });
+        requeue(&mut crashed, 25 * S);
+        assert_eq!(count(&crashed, Invariant::DetectionBounded), 0);
     }
 }

@@ -73,14 +73,37 @@ impl<K: Ord, V> SortedVecMap<K, V> {
         // Fast path: a key past every other (monotonic ids) is a push.
         if self.entries.last().is_none_or(|(last, _)| *last < key) {
             self.entries.push((key, value));
+            self.assert_ordered_around(self.entries.len() - 1);
             return None;
         }
         match self.find(&key) {
             Ok(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
             Err(i) => {
                 self.entries.insert(i, (key, value));
+                self.assert_ordered_around(i);
                 None
             }
+        }
+    }
+
+    /// The keys stay strictly increasing: an entry just placed at `i` is
+    /// above its left neighbour and below its right one. Two compares per
+    /// insert, and a duplicate or misplaced key (which every lookup would
+    /// then answer wrongly) stops the run where it happened.
+    #[inline]
+    fn assert_ordered_around(&self, i: usize) {
+        let key = &self.entries[i].0;
+        if let Some(prev) = i.checked_sub(1) {
+            assert!(
+                self.entries[prev].0 < *key,
+                "sorted map: key at {i} not above its left neighbour"
+            );
+        }
+        if let Some((next, _)) = self.entries.get(i + 1) {
+            assert!(
+                *key < *next,
+                "sorted map: key at {i} not below its right neighbour"
+            );
         }
     }
 
@@ -240,6 +263,18 @@ mod tests {
             assert_eq!(a, b);
             assert!(ours.keys().eq(theirs.keys()));
         }
+    }
+
+    /// The order assertion fires on a map whose keys a broken insert left
+    /// out of order, and stays silent on every correct insert above.
+    #[test]
+    #[should_panic(expected = "not above its left neighbour")]
+    fn a_duplicate_key_fails_the_order_assertion() {
+        let mut map = SortedVecMap::new();
+        map.insert(1u32, ());
+        // What an insert that pushed a re-inserted last key would leave.
+        map.entries.push((1, ()));
+        map.assert_ordered_around(1);
     }
 
     #[test]
