@@ -496,6 +496,8 @@ pub fn lease_bounds(s: &leasehold_scenario::scenario::Scenario) -> LeaseBounds {
         heartbeat_mode: p.heartbeat_mode,
         max_clock_drift_ppm: s.faults.max_drift_ppm(),
         max_network_delay_ms: s.network.latency_ms_max,
+        max_reply_us: s.network.latency_ms_max * 1_000,
+        max_trip_us: 2 * s.network.latency_ms_max * 1_000,
         heartbeat_interval_ms: p.heartbeat_interval_ms,
         store_timeout_ms: p.store_timeout_ms,
         retry_backoff_ms: p.retry_backoff_ms,
@@ -505,6 +507,15 @@ pub fn lease_bounds(s: &leasehold_scenario::scenario::Scenario) -> LeaseBounds {
         late_reply_ms: leasehold_scenario::scenario::late_reply_ms(s),
         slack_ms: s.limits.liveness_slack_ms,
     }
+}
+
+/// How late past its sending a live run's store reply may come before the
+/// host records it as delayed: the scenario's latency bound, or a quarter
+/// of the store timeout if more, so a real store's ordinary jitter at a
+/// high `--speed` is not reported as a fault. The oracles of a live run
+/// take it as the longest untouched round trip (`LeaseBounds::max_trip_us`).
+pub fn live_reply_tolerance_us(s: &leasehold_scenario::scenario::Scenario) -> u64 {
+    (s.network.latency_ms_max * 1_000).max(s.protocol.store_timeout_ms * 1_000 / 4)
 }
 
 /// The timings edge-seeking faults aim at: the stated configuration's,
@@ -843,6 +854,17 @@ fn simulate_inner(
     }
 }
 
+/// Which host made the records a [`RecordJudge`] judges. A live host
+/// times a store request whole and records it as delayed only past
+/// [`live_reply_tolerance_us`], so its oracles take that as the longest
+/// round trip no fault touched; a simulated run's records keep the
+/// scenario's own network bounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordHost {
+    Simulator,
+    Live,
+}
+
 /// A run's records judged as they come from a host other than the
 /// simulator: a live run (the `leasehold-live` crate), or a trace's records read back
 /// (`replay --check`). The same observer a simulated run has (checker,
@@ -869,11 +891,19 @@ impl<'a, 'b> RecordJudge<'a, 'b> {
         seed: u64,
         variant: Variant,
         roles: &'a [NodeRole],
+        host: RecordHost,
         extra: Option<ExtraObserver<'b>>,
     ) -> RecordJudge<'a, 'b> {
         let last_arrival_ms = arrivals_ms(scn, seed).into_iter().max().unwrap_or(0);
+        let mut config = check_config(scn, roles, last_arrival_ms);
+        if host == RecordHost::Live {
+            let tolerance_us = live_reply_tolerance_us(&scn.scenario);
+            assert!(tolerance_us >= config.bounds.max_trip_us);
+            config.bounds.max_reply_us = tolerance_us;
+            config.bounds.max_trip_us = tolerance_us;
+        }
         let mut observer = RunObserver {
-            checker: LeaseChecker::new(check_config(scn, roles, last_arrival_ms)),
+            checker: LeaseChecker::new(config),
             load: StoreLoadCounter::new(roles),
             fault_kinds: Vec::new(),
             coverage: CoverageTracker::new(roles),
@@ -1044,8 +1074,10 @@ impl Rerun {
     ) -> RunOutcome {
         match self {
             Rerun::Seed(plan) => simulate_with_plan(scn, seed, variant, plan.clone(), extra),
-            Rerun::Recorded(recorded) => judge_recorded(scn, seed, variant, recorded, extra)
-                .unwrap_or_else(|e| panic!("records checked when the trace was read: {e}")),
+            Rerun::Recorded(recorded) => {
+                judge_recorded(scn, seed, variant, recorded, RecordHost::Live, extra)
+                    .unwrap_or_else(|e| panic!("records checked when the trace was read: {e}"))
+            }
         }
     }
 }
@@ -1059,10 +1091,11 @@ pub fn judge_recorded(
     seed: u64,
     variant: Variant,
     recorded: &RecordedRun,
+    host: RecordHost,
     extra: Option<ExtraObserver<'_>>,
 ) -> Result<RunOutcome, String> {
     let roles = node_roles(scn);
-    let mut judge = RecordJudge::new(scn, seed, variant, &roles, extra);
+    let mut judge = RecordJudge::new(scn, seed, variant, &roles, host, extra);
     let mut last_us = 0;
     for (i, line) in recorded.records.iter().enumerate() {
         let record: leasehold_sim::OwnedRecord<DocKey, DocValue, LeaseEvent> =
