@@ -99,6 +99,36 @@ impl CutShort {
 }
 
 impl RunOutcome {
+    /// A run that never finished (it panicked, or a watchdog stopped it):
+    /// its one `simulation-healthy` violation and nothing measured. No
+    /// fault mix is drawn again here: the draw itself may be what failed.
+    pub fn unfinished(
+        s: &leasehold_scenario::scenario::Scenario,
+        seed: u64,
+        variant: Variant,
+        violation: Violation,
+    ) -> RunOutcome {
+        assert_eq!(violation.invariant, Invariant::SimulationHealthy);
+        RunOutcome {
+            scenario: s.name.clone(),
+            seed,
+            variant,
+            violations: vec![violation],
+            invariants: vec![Invariant::SimulationHealthy],
+            stats: None,
+            load: StoreLoad::default(),
+            tasks_total: s.tasks.total(),
+            tasks_done: 0,
+            fault_mix: None,
+            fault_kinds: BTreeMap::new(),
+            coverage: RunCoverage::default(),
+            plan: FaultPlan::default(),
+            fault_times_us: Vec::new(),
+            plan_decided: Vec::new(),
+            cut_short: None,
+        }
+    }
+
     /// Every invariant held and the run was not cut short.
     pub fn ok(&self) -> bool {
         self.invariants.is_empty() && self.cut_short.is_none()
@@ -648,25 +678,7 @@ fn simulate_with_source(
                 task: None,
                 message: format!("the simulation panicked: {message}"),
             };
-            RunOutcome {
-                scenario: s.name.clone(),
-                seed,
-                variant,
-                violations: vec![violation],
-                invariants: vec![Invariant::SimulationHealthy],
-                stats: None,
-                load: StoreLoad::default(),
-                tasks_total: s.tasks.total(),
-                tasks_done: 0,
-                // Not re-drawn here: the draw itself may be what panicked.
-                fault_mix: None,
-                fault_kinds: BTreeMap::new(),
-                coverage: RunCoverage::default(),
-                plan: FaultPlan::default(),
-                fault_times_us: Vec::new(),
-                plan_decided: Vec::new(),
-                cut_short: None,
-            }
+            RunOutcome::unfinished(s, seed, variant, violation)
         }
     }
 }
