@@ -232,6 +232,28 @@ struct RunObserver<'a, 'b> {
     stop_after_us: u64,
 }
 
+impl<'a, 'b> RunObserver<'a, 'b> {
+    /// An observer before any record: its stop check already read from the
+    /// checker's first state.
+    fn new(
+        config: CheckConfig,
+        roles: &'a [NodeRole],
+        extra: Option<ExtraObserver<'b>>,
+    ) -> RunObserver<'a, 'b> {
+        let mut observer = RunObserver {
+            checker: LeaseChecker::new(config),
+            load: StoreLoadCounter::new(roles),
+            fault_kinds: Vec::new(),
+            coverage: CoverageTracker::new(roles),
+            fault_times_us: Vec::new(),
+            extra,
+            stop_after_us: 0,
+        };
+        observer.refresh_stop_after();
+        observer
+    }
+}
+
 impl RunObserver<'_, '_> {
     // One entry per kind this observer reads, each called from the record
     // sites of its kind alone: the checker and the load counter are handed
@@ -806,18 +828,7 @@ fn simulate_inner(
             (at_ms * 1_000, op)
         }),
     );
-    let check_config = check_config(scn, roles, last_arrival_ms);
-    let mut observer = RunObserver {
-        checker: LeaseChecker::new(check_config),
-        load: StoreLoadCounter::new(roles),
-        fault_kinds: Vec::new(),
-        coverage: CoverageTracker::new(roles),
-        fault_times_us: Vec::new(),
-        extra,
-        stop_after_us: 0,
-    };
-    // From the checker's state before any record.
-    observer.refresh_stop_after();
+    let mut observer = RunObserver::new(check_config(scn, roles, last_arrival_ms), roles, extra);
     let mut stats = sim.run(&mut observer);
     let fault_plan = std::mem::take(&mut stats.plan);
     let plan_decided = std::mem::take(&mut stats.plan_decided);
@@ -914,16 +925,7 @@ impl<'a, 'b> RecordJudge<'a, 'b> {
             config.bounds.max_reply_us = tolerance_us;
             config.bounds.max_trip_us = tolerance_us;
         }
-        let mut observer = RunObserver {
-            checker: LeaseChecker::new(config),
-            load: StoreLoadCounter::new(roles),
-            fault_kinds: Vec::new(),
-            coverage: CoverageTracker::new(roles),
-            fault_times_us: Vec::new(),
-            extra,
-            stop_after_us: 0,
-        };
-        observer.refresh_stop_after();
+        let observer = RunObserver::new(config, roles, extra);
         RecordJudge {
             observer,
             scn,
