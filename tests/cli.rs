@@ -967,6 +967,7 @@ fn an_endless_input_is_refused_with_its_bound_not_read_until_killed() {
         &leasehold(&["replay", big.to_str().unwrap()]),
         &["big.failure.json: larger than 64 MiB"],
     );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

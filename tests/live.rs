@@ -108,8 +108,15 @@ fn judged_again(scn: &ValidScenario, trace: &Path, outcome: &leasehold::RunOutco
     let file = TraceFile::parse(&text).unwrap();
     assert!(file.header.live.is_some());
     let recorded: RecordedRun = file.recorded();
-    let again = leasehold::run::judge_recorded(scn, outcome.seed, outcome.variant, &recorded, None)
-        .unwrap();
+    let again = leasehold::run::judge_recorded(
+        scn,
+        outcome.seed,
+        outcome.variant,
+        &recorded,
+        leasehold::run::RecordHost::Live,
+        None,
+    )
+    .unwrap();
     assert_eq!(again.invariants, outcome.invariants);
     assert_eq!(again.trace_hash_hex(), outcome.trace_hash_hex());
     assert_eq!(again.events(), outcome.events());

@@ -578,6 +578,7 @@ fn explain_task_tells_only_that_tasks_story() {
         lines.len(),
         &stray[..stray.len().min(5)]
     );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// The default cut of a long story keeps the lines about the violation's
@@ -620,6 +621,7 @@ fn explains_default_cut_keeps_the_lines_about_the_violation() {
         assert!(cut.contains(line), "the default cut dropped {line:?}");
     }
     assert!(cut.lines().count() <= 90, "{}", cut.lines().count());
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `variants`: the description column starts at one place on every line.

@@ -172,6 +172,11 @@ fn check_trace(
         trace.header.seed,
         variant,
         &trace.recorded(),
+        if live {
+            leasehold::run::RecordHost::Live
+        } else {
+            leasehold::run::RecordHost::Simulator
+        },
         None,
     ) {
         Ok(outcome) => outcome,

@@ -55,6 +55,14 @@ pub struct LeaseBounds {
     pub max_clock_drift_ppm: u64,
     /// The worst one-way delay of a message no fault touched.
     pub max_network_delay_ms: u64,
+    /// The longest a store reply no recorded fault touched takes to come
+    /// back once the store applied the request, and the longest a whole
+    /// request takes, from the node's sending it to its reply. A simulated
+    /// run: one and two network delays. A live run cannot time the legs
+    /// apart: both are the host's tolerance, past which it records the
+    /// reply as delayed (docs/stores.md).
+    pub max_reply_us: u64,
+    pub max_trip_us: u64,
     pub heartbeat_interval_ms: u64,
     pub store_timeout_ms: u64,
     pub retry_backoff_ms: u64,
@@ -130,8 +138,7 @@ impl LeaseBounds {
     /// `rounds` is 1 in task mode; in worker mode, one per page of the
     /// owner's tasks, plus one listing after a re-queue that lost a race.
     pub fn requeue_us(&self, rounds: u64) -> u64 {
-        let trip_us = 2 * self.max_network_delay_ms * 1_000;
-        self.max_network_delay_ms * 1_000 + rounds * 2 * trip_us
+        self.max_reply_us + rounds * 2 * self.max_trip_us
     }
 
     /// How long a task may stay pending while a worker no fault touches
@@ -963,6 +970,8 @@ mod tests {
             heartbeat_mode: HeartbeatMode::Worker,
             max_clock_drift_ppm: 500,
             max_network_delay_ms: 10,
+            max_reply_us: 10_000,
+            max_trip_us: 20_000,
             heartbeat_interval_ms: 5_000,
             store_timeout_ms: 1_000,
             retry_backoff_ms: 200,
@@ -978,6 +987,10 @@ mod tests {
     }
 
     fn checker() -> LeaseChecker {
+        checker_with(bounds())
+    }
+
+    fn checker_with(bounds: LeaseBounds) -> LeaseChecker {
         LeaseChecker::new(CheckConfig {
             roles: vec![
                 NodeRole::Worker { worker: 0 },
@@ -995,7 +1008,7 @@ mod tests {
             service_names: vec!["payment".into()],
             step_names: vec!["payment".into()],
             grace_ms: 60_000,
-            bounds: bounds(),
+            bounds,
         })
     }
 
@@ -1383,7 +1396,11 @@ mod tests {
     /// Our heartbeat at 1 s, our claim of task 0 at 2 s, and reclaimer-0's
     /// mark at 20 s (past the lease): what every re-queue test starts from.
     fn declared_dead_holding_task_0() -> LeaseChecker {
-        let mut c = checker();
+        declared_dead_holding_task_0_with(bounds())
+    }
+
+    fn declared_dead_holding_task_0_with(bounds: LeaseBounds) -> LeaseChecker {
+        let mut c = checker_with(bounds);
         write(&mut c, WORKER, S, S, member(MemberStatus::Alive, 0), None);
         let pending = TaskDoc::new_pending(1);
         let running = TaskDoc {
@@ -1473,5 +1490,30 @@ mod tests {
         });
         requeue(&mut crashed, 25 * S);
         assert_eq!(count(&crashed, Invariant::DetectionBounded), 0);
+    }
+
+    #[test]
+    fn detection_bounded_takes_a_live_hosts_tolerance_as_its_round_trip() {
+        // A live host records a reply as delayed only past its tolerance
+        // (a quarter of the store timeout here): a chain of replies each
+        // within it was untouched by any recorded fault, and in time.
+        let live = LeaseBounds {
+            max_reply_us: 250_000,
+            max_trip_us: 250_000,
+            ..bounds()
+        };
+        assert_eq!(live.requeue_us(2), 1_250_000);
+        let mut slow_store = declared_dead_holding_task_0_with(live.clone());
+        requeue(&mut slow_store, 20 * S + 290_000);
+        slow_store.finish(21 * S);
+        assert_eq!(count(&slow_store, Invariant::DetectionBounded), 0);
+        // The same records under a simulated run's network bounds are late.
+        let mut simulated = declared_dead_holding_task_0();
+        requeue(&mut simulated, 20 * S + 290_000);
+        assert_eq!(count(&simulated, Invariant::DetectionBounded), 1);
+        // And the live bound still catches a re-queue left to a later scan.
+        let mut later_scan = declared_dead_holding_task_0_with(live);
+        requeue(&mut later_scan, 25 * S);
+        assert_eq!(count(&later_scan, Invariant::DetectionBounded), 1);
     }
 }

@@ -24,10 +24,8 @@
 use leasehold_check::{Invariant, NodeRole, Violation};
 use leasehold_protocol::Variant;
 use leasehold_run::run::{RunOutcome, node_roles, simulate};
-use leasehold_run::store_load::StoreLoad;
 use leasehold_scenario::scenario::ValidScenario;
-use leasehold_sim::{FaultPlan, InputSummary, NodeId, Observer, Record, RecordKind};
-use std::collections::BTreeMap;
+use leasehold_sim::{InputSummary, NodeId, Observer, Record, RecordKind};
 use std::io::Write;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
@@ -378,25 +376,7 @@ pub fn stuck_outcome(run: &LeaseRun<'_>, elapsed: Duration, limit: Duration) -> 
         None => format!("node {}", node.0),
     };
     let violation = stuck_violation(&diagnosis, elapsed, limit, name);
-    let s = &run.scenario.scenario;
-    RunOutcome {
-        scenario: s.name.clone(),
-        seed,
-        variant,
-        violations: vec![violation],
-        invariants: vec![Invariant::SimulationHealthy],
-        stats: None,
-        load: StoreLoad::default(),
-        tasks_total: s.tasks.total(),
-        tasks_done: 0,
-        fault_mix: None,
-        fault_kinds: BTreeMap::new(),
-        plan: FaultPlan::default(),
-        plan_decided: Vec::new(),
-        fault_times_us: Vec::new(),
-        coverage: Default::default(),
-        cut_short: None,
-    }
+    RunOutcome::unfinished(&run.scenario.scenario, seed, variant, violation)
 }
 
 #[cfg(test)]

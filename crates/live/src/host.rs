@@ -377,7 +377,7 @@ pub(super) fn run(
         unknown_outcomes: AtomicU64::new(0),
         reconnects: AtomicU64::new(0),
         late_replies: AtomicU64::new(0),
-        stall_after_us: latency_us.1.max(s.protocol.store_timeout_ms * 1_000 / 4),
+        stall_after_us: leasehold_run::run::live_reply_tolerance_us(s),
         host_stalls: AtomicU64::new(0),
         real_outage_until_us: Mutex::new(None),
         in_flight: Mutex::new(vec![None; roles.len()]),

@@ -38,7 +38,7 @@ mod recorder;
 
 use codec::LeaseCodec;
 use leasehold_protocol::{DocKey, DocValue, Variant};
-use leasehold_run::run::{ExtraObserver, RecordJudge, RunOutcome, node_roles};
+use leasehold_run::run::{ExtraObserver, RecordHost, RecordJudge, RunOutcome, node_roles};
 use leasehold_scenario::scenario::ValidScenario;
 use leasehold_store_sql::{Setup, SqlStore, StoreUrl};
 use std::sync::atomic::AtomicBool;
@@ -120,6 +120,13 @@ pub fn live(
     let roles = node_roles(scn);
     // One connection per node, one for the workload.
     let stores = open_stores(&opts.store, opts.reset, roles.len() + 1)?;
-    let judge = RecordJudge::new(scn, opts.seed, opts.variant, &roles, extra);
+    let judge = RecordJudge::new(
+        scn,
+        opts.seed,
+        opts.variant,
+        &roles,
+        RecordHost::Live,
+        extra,
+    );
     Ok(host::run(scn, opts, &roles, stores, judge, interrupt))
 }

@@ -99,6 +99,36 @@ impl CutShort {
 }
 
 impl RunOutcome {
+    /// A run that never finished (it panicked, or a watchdog stopped it):
+    /// its one `simulation-healthy` violation and nothing measured. No
+    /// fault mix is drawn again here: the draw itself may be what failed.
+    pub fn unfinished(
+        s: &leasehold_scenario::scenario::Scenario,
+        seed: u64,
+        variant: Variant,
+        violation: Violation,
+    ) -> RunOutcome {
+        assert_eq!(violation.invariant, Invariant::SimulationHealthy);
+        RunOutcome {
+            scenario: s.name.clone(),
+            seed,
+            variant,
+            violations: vec![violation],
+            invariants: vec![Invariant::SimulationHealthy],
+            stats: None,
+            load: StoreLoad::default(),
+            tasks_total: s.tasks.total(),
+            tasks_done: 0,
+            fault_mix: None,
+            fault_kinds: BTreeMap::new(),
+            coverage: RunCoverage::default(),
+            plan: FaultPlan::default(),
+            fault_times_us: Vec::new(),
+            plan_decided: Vec::new(),
+            cut_short: None,
+        }
+    }
+
     /// Every invariant held and the run was not cut short.
     pub fn ok(&self) -> bool {
         self.invariants.is_empty() && self.cut_short.is_none()
@@ -200,6 +230,28 @@ struct RunObserver<'a, 'b> {
     /// `stop_after_us`, copied by `refresh_stop_after` after each record
     /// that can move it; 0 (ask in full) with an extra observer.
     stop_after_us: u64,
+}
+
+impl<'a, 'b> RunObserver<'a, 'b> {
+    /// An observer before any record: its stop check already read from the
+    /// checker's first state.
+    fn new(
+        config: CheckConfig,
+        roles: &'a [NodeRole],
+        extra: Option<ExtraObserver<'b>>,
+    ) -> RunObserver<'a, 'b> {
+        let mut observer = RunObserver {
+            checker: LeaseChecker::new(config),
+            load: StoreLoadCounter::new(roles),
+            fault_kinds: Vec::new(),
+            coverage: CoverageTracker::new(roles),
+            fault_times_us: Vec::new(),
+            extra,
+            stop_after_us: 0,
+        };
+        observer.refresh_stop_after();
+        observer
+    }
 }
 
 impl RunObserver<'_, '_> {
@@ -496,6 +548,8 @@ pub fn lease_bounds(s: &leasehold_scenario::scenario::Scenario) -> LeaseBounds {
         heartbeat_mode: p.heartbeat_mode,
         max_clock_drift_ppm: s.faults.max_drift_ppm(),
         max_network_delay_ms: s.network.latency_ms_max,
+        max_reply_us: s.network.latency_ms_max * 1_000,
+        max_trip_us: 2 * s.network.latency_ms_max * 1_000,
         heartbeat_interval_ms: p.heartbeat_interval_ms,
         store_timeout_ms: p.store_timeout_ms,
         retry_backoff_ms: p.retry_backoff_ms,
@@ -508,6 +562,15 @@ pub fn lease_bounds(s: &leasehold_scenario::scenario::Scenario) -> LeaseBounds {
         idle_poll_max_ms: p.idle_poll_max_ms(),
         slots_per_worker: s.fleet.slots_per_worker,
     }
+}
+
+/// How late past its sending a live run's store reply may come before the
+/// host records it as delayed: the scenario's latency bound, or a quarter
+/// of the store timeout if more, so a real store's ordinary jitter at a
+/// high `--speed` is not reported as a fault. The oracles of a live run
+/// take it as the longest untouched round trip (`LeaseBounds::max_trip_us`).
+pub fn live_reply_tolerance_us(s: &leasehold_scenario::scenario::Scenario) -> u64 {
+    (s.network.latency_ms_max * 1_000).max(s.protocol.store_timeout_ms * 1_000 / 4)
 }
 
 /// The timings edge-seeking faults aim at: the stated configuration's,
@@ -640,25 +703,7 @@ fn simulate_with_source(
                 task: None,
                 message: format!("the simulation panicked: {message}"),
             };
-            RunOutcome {
-                scenario: s.name.clone(),
-                seed,
-                variant,
-                violations: vec![violation],
-                invariants: vec![Invariant::SimulationHealthy],
-                stats: None,
-                load: StoreLoad::default(),
-                tasks_total: s.tasks.total(),
-                tasks_done: 0,
-                // Not re-drawn here: the draw itself may be what panicked.
-                fault_mix: None,
-                fault_kinds: BTreeMap::new(),
-                coverage: RunCoverage::default(),
-                plan: FaultPlan::default(),
-                fault_times_us: Vec::new(),
-                plan_decided: Vec::new(),
-                cut_short: None,
-            }
+            RunOutcome::unfinished(s, seed, variant, violation)
         }
     }
 }
@@ -786,18 +831,7 @@ fn simulate_inner(
             (at_ms * 1_000, op)
         }),
     );
-    let check_config = check_config(scn, roles, last_arrival_ms);
-    let mut observer = RunObserver {
-        checker: LeaseChecker::new(check_config),
-        load: StoreLoadCounter::new(roles),
-        fault_kinds: Vec::new(),
-        coverage: CoverageTracker::new(roles),
-        fault_times_us: Vec::new(),
-        extra,
-        stop_after_us: 0,
-    };
-    // From the checker's state before any record.
-    observer.refresh_stop_after();
+    let mut observer = RunObserver::new(check_config(scn, roles, last_arrival_ms), roles, extra);
     let mut stats = sim.run(&mut observer);
     let fault_plan = std::mem::take(&mut stats.plan);
     let plan_decided = std::mem::take(&mut stats.plan_decided);
@@ -846,6 +880,17 @@ fn simulate_inner(
     }
 }
 
+/// Which host made the records a [`RecordJudge`] judges. A live host
+/// times a store request whole and records it as delayed only past
+/// [`live_reply_tolerance_us`], so its oracles take that as the longest
+/// round trip no fault touched; a simulated run's records keep the
+/// scenario's own network bounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordHost {
+    Simulator,
+    Live,
+}
+
 /// A run's records judged as they come from a host other than the
 /// simulator: a live run (the `leasehold-live` crate), or a trace's records read back
 /// (`replay --check`). The same observer a simulated run has (checker,
@@ -872,19 +917,18 @@ impl<'a, 'b> RecordJudge<'a, 'b> {
         seed: u64,
         variant: Variant,
         roles: &'a [NodeRole],
+        host: RecordHost,
         extra: Option<ExtraObserver<'b>>,
     ) -> RecordJudge<'a, 'b> {
         let last_arrival_ms = arrivals_ms(scn, seed).into_iter().max().unwrap_or(0);
-        let mut observer = RunObserver {
-            checker: LeaseChecker::new(check_config(scn, roles, last_arrival_ms)),
-            load: StoreLoadCounter::new(roles),
-            fault_kinds: Vec::new(),
-            coverage: CoverageTracker::new(roles),
-            fault_times_us: Vec::new(),
-            extra,
-            stop_after_us: 0,
-        };
-        observer.refresh_stop_after();
+        let mut config = check_config(scn, roles, last_arrival_ms);
+        if host == RecordHost::Live {
+            let tolerance_us = live_reply_tolerance_us(&scn.scenario);
+            assert!(tolerance_us >= config.bounds.max_trip_us);
+            config.bounds.max_reply_us = tolerance_us;
+            config.bounds.max_trip_us = tolerance_us;
+        }
+        let observer = RunObserver::new(config, roles, extra);
         RecordJudge {
             observer,
             scn,
@@ -1047,8 +1091,10 @@ impl Rerun {
     ) -> RunOutcome {
         match self {
             Rerun::Seed(plan) => simulate_with_plan(scn, seed, variant, plan.clone(), extra),
-            Rerun::Recorded(recorded) => judge_recorded(scn, seed, variant, recorded, extra)
-                .unwrap_or_else(|e| panic!("records checked when the trace was read: {e}")),
+            Rerun::Recorded(recorded) => {
+                judge_recorded(scn, seed, variant, recorded, RecordHost::Live, extra)
+                    .unwrap_or_else(|e| panic!("records checked when the trace was read: {e}"))
+            }
         }
     }
 }
@@ -1062,10 +1108,11 @@ pub fn judge_recorded(
     seed: u64,
     variant: Variant,
     recorded: &RecordedRun,
+    host: RecordHost,
     extra: Option<ExtraObserver<'_>>,
 ) -> Result<RunOutcome, String> {
     let roles = node_roles(scn);
-    let mut judge = RecordJudge::new(scn, seed, variant, &roles, extra);
+    let mut judge = RecordJudge::new(scn, seed, variant, &roles, host, extra);
     let mut last_us = 0;
     for (i, line) in recorded.records.iter().enumerate() {
         let record: leasehold_sim::OwnedRecord<DocKey, DocValue, LeaseEvent> =

@@ -228,15 +228,11 @@ impl super::render::ChartImage for ClaimsChart {
     ) -> Result<(), String> {
         use super::render::*;
         use plotters::prelude::*;
-        root.fill(&WHITE).map_err(err)?;
-        let titled = root
-            .titled(
-                "Claims at fleet scale: cost per task against fleet size",
-                title_font(),
-            )
-            .map_err(err)?;
-        let (body, _) = titled.split_vertically(HEIGHT_PX - 90);
-        let (left, right) = body.split_horizontally(WIDTH_PX / 2);
+        let (left, right) = titled_panels(
+            root,
+            "Claims at fleet scale: cost per task against fleet size",
+            WIDTH_PX / 2,
+        )?;
         let (x_lo, x_hi) = (7.0, 15_000.0);
         let styles = [
             (Variant::Correct, WORKER_COLOR, "correct: claims spread"),

@@ -209,15 +209,11 @@ impl super::render::ChartImage for StoreLoadChart {
     ) -> Result<(), String> {
         use super::render::*;
         use plotters::prelude::*;
-        root.fill(&WHITE).map_err(err)?;
-        let titled = root
-            .titled(
-                "Every store operation per minute, by kind, against fleet size (worker mode)",
-                title_font(),
-            )
-            .map_err(err)?;
-        let (body, _) = titled.split_vertically(HEIGHT_PX - 90);
-        let (left, right) = body.split_horizontally(WIDTH_PX * 62 / 100);
+        let (left, right) = titled_panels(
+            root,
+            "Every store operation per minute, by kind, against fleet size (worker mode)",
+            WIDTH_PX * 62 / 100,
+        )?;
         let xs: Vec<f64> = self.points.iter().map(|p| p.workers as f64).collect();
         let (x_lo, x_hi) = (0.7, 15_000.0);
         // Cumulative tops, band by band.

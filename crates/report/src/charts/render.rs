@@ -133,6 +133,21 @@ pub fn decades(lo: f64, hi: f64) -> Vec<f64> {
 }
 
 /// Title style shared by every chart.
+/// The frame of the charts drawn against fleet size: white, `title` on
+/// top, a strip at the bottom left for notes, and the body split into two
+/// panels, the left one `left_px` wide.
+#[allow(clippy::type_complexity)]
+pub fn titled_panels<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    left_px: u32,
+) -> Result<(DrawingArea<DB, Shift>, DrawingArea<DB, Shift>), String> {
+    root.fill(&WHITE).map_err(err)?;
+    let titled = root.titled(title, title_font()).map_err(err)?;
+    let (body, _) = titled.split_vertically(HEIGHT_PX - 90);
+    Ok(body.split_horizontally(left_px))
+}
+
 pub fn title_font() -> TextStyle<'static> {
     ("sans-serif", 30).into_font().style(FontStyle::Bold).into()
 }
