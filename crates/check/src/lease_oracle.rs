@@ -153,7 +153,7 @@ impl LeaseBounds {
     /// flight when the wait began may have read the index before the task
     /// was there.
     pub fn pickup_us(&self) -> u64 {
-        let trip_us = 2 * self.max_network_delay_ms * 1_000;
+        let trip_us = self.max_trip_us;
         let lag_us = match self.heartbeat_mode {
             HeartbeatMode::Worker => trip_us,
             HeartbeatMode::Task => 2 * trip_us,

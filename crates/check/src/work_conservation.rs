@@ -416,6 +416,8 @@ mod tests {
             heartbeat_mode: mode,
             max_clock_drift_ppm: 500,
             max_network_delay_ms: 10,
+            max_reply_us: 10_000,
+            max_trip_us: 20_000,
             heartbeat_interval_ms: 5_000,
             store_timeout_ms: 1_000,
             retry_backoff_ms: 200,
