@@ -35,6 +35,10 @@ pub enum Invariant {
     /// under a lease declared dead is re-queued within the declaring
     /// reclaimer's round trips while no fault touches it.
     DetectionBounded,
+    /// In the heal phase, a task does not stay pending past a bound derived
+    /// from the configuration while a worker no fault touches shows room in
+    /// the store and decides no claim.
+    WorkConserving,
     /// Not a lease invariant: a simulated node panicked (or the run's queue
     /// overflowed). Reported like a violation so it is never lost. (A run
     /// its scenario's limits stop is reported cut short, not as this.)
@@ -42,7 +46,7 @@ pub enum Invariant {
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 10] = [
+    pub const ALL: [Invariant; 11] = [
         Invariant::NoDoubleOwnership,
         Invariant::ExactlyOnceEffects,
         Invariant::NoLostTask,
@@ -52,6 +56,7 @@ impl Invariant {
         Invariant::NoNeedlessSuspicion,
         Invariant::NoResurrection,
         Invariant::DetectionBounded,
+        Invariant::WorkConserving,
         Invariant::SimulationHealthy,
     ];
 
@@ -66,6 +71,7 @@ impl Invariant {
             Invariant::NoNeedlessSuspicion => "no-needless-suspicion",
             Invariant::NoResurrection => "no-resurrection",
             Invariant::DetectionBounded => "detection-bounded",
+            Invariant::WorkConserving => "work-conserving",
             Invariant::SimulationHealthy => "simulation-healthy",
         }
     }

@@ -2,11 +2,12 @@
 
 use crate::invariant::{Invariant, Violation};
 use crate::lease_oracle::{self, LeaseBounds, LeaseOracle};
+use crate::work_conservation::WorkConservation;
 use leasehold_interface::{Document, EffectReply, EffectRequest, StoreReply, StoreRequest};
 use leasehold_protocol::{
     DocKey, DocValue, LeaseEvent, Owner, TaskDoc, TaskId, TaskState, task_write,
 };
-use leasehold_sim::{Actor, NodeId, Observer, Record, RecordKind};
+use leasehold_sim::{Actor, Fault, NodeId, Observer, Record, RecordKind};
 use serde::Serialize;
 
 /// Violations kept in full; beyond this they are only counted.
@@ -270,6 +271,8 @@ pub struct LeaseChecker {
     applied: Vec<u32>,
     verdicts: Verdicts,
     oracle: LeaseOracle,
+    /// `work-conserving`: pickup judged against workers with room.
+    pickup: WorkConservation,
     done: u32,
     all_done_at_us: Option<u64>,
     heal_at_us: Option<u64>,
@@ -326,8 +329,10 @@ impl LeaseChecker {
         let applied = vec![0; cfg.tasks_total as usize * cfg.steps_per_task as usize];
         let max_owned_tasks = cfg.liveness.capacity.min(cfg.tasks_total);
         let oracle = LeaseOracle::new(cfg.bounds.clone(), &cfg.roles, u64::from(max_owned_tasks));
+        let pickup = WorkConservation::new(&cfg.bounds, &cfg.roles, cfg.tasks_total);
         LeaseChecker {
             oracle,
+            pickup,
             cfg,
             tasks,
             applied,
@@ -433,6 +438,14 @@ impl LeaseChecker {
         before: Option<&TaskDoc>,
         new: &TaskDoc,
     ) -> bool {
+        // Pickup first: it judges the state that held up to this write.
+        self.pickup.judge(&mut self.verdicts, &self.oracle, time_us);
+        let owner = match writer {
+            Writer::Worker(o) => Some(o),
+            _ => None,
+        };
+        self.pickup
+            .task_write(&self.oracle, time_us, task, owner, before, new);
         // The task's track is found once and held to the end (reports go
         // to `verdicts`, a field apart): a lookup per use was a bounds
         // check each.
@@ -709,9 +722,32 @@ impl LeaseChecker {
         track.claim_epoch(&mut self.verdicts, time_us, task, token, owner);
     }
 
+    fn on_fault(&mut self, time_us: u64, fault: &Fault) {
+        self.pickup.judge(&mut self.verdicts, &self.oracle, time_us);
+        self.oracle.fault(time_us, fault);
+        match *fault {
+            Fault::Crash { node, .. } | Fault::CrashAt { node, .. } => {
+                self.pickup.down(&self.oracle, node)
+            }
+            Fault::Restart { node, incarnation } => {
+                self.pickup
+                    .restart(&self.oracle, time_us, node, incarnation)
+            }
+            Fault::StoreOutage { .. } | Fault::StoreRecovered { .. } => {}
+            Fault::Pause { node, .. }
+            | Fault::PauseAt { node, .. }
+            | Fault::Resume { node }
+            | Fault::ClockJump { node, .. }
+            | Fault::Message { node, .. }
+            | Fault::Partition { node, .. }
+            | Fault::PartitionHealed { node, .. } => self.pickup.touched(&self.oracle, node),
+        }
+    }
+
     fn on_heal(&mut self, time_us: u64) {
         assert!(self.heal_at_us.is_none(), "two heal phases");
         self.oracle.heal(time_us);
+        self.pickup.heal(&self.oracle, time_us);
         self.heal_at_us = Some(time_us);
         let unfinished = self.cfg.tasks_total - self.done;
         let start_us = time_us.max(self.cfg.last_arrival_ms * 1_000);
@@ -735,6 +771,7 @@ impl LeaseChecker {
     fn finish_judging(&mut self, end_us: u64, judge_lost: bool) {
         assert!(!self.finished, "finish called twice");
         self.finished = true;
+        self.pickup.judge(&mut self.verdicts, &self.oracle, end_us);
         self.oracle.finish(&mut self.verdicts, end_us);
         for (i, track) in self.tasks.iter().enumerate() {
             if let Some(doc) = track.doc
@@ -901,6 +938,8 @@ impl LeaseChecker {
             (_, StoreReply::Conflict { .. } | StoreReply::Unavailable) => {
                 if let Some((task, new)) = task_write(op) {
                     self.refused_task_write(time_us, decided_us, actor, task, new);
+                } else {
+                    self.lease_create_decided(time_us, actor, op);
                 }
                 false
             }
@@ -935,6 +974,7 @@ impl LeaseChecker {
         reply: &StoreReply<DocKey, DocValue>,
         before: Option<&Document<DocKey, DocValue>>,
     ) {
+        self.pickup.judge(&mut self.verdicts, &self.oracle, time_us);
         let who = self.oracle_actor(actor);
         self.oracle.lease_doc(
             &mut self.verdicts,
@@ -945,6 +985,29 @@ impl LeaseChecker {
             reply,
             before,
         );
+        if let Some(&DocKey::Member { owner }) = op.key() {
+            self.pickup.lease_changed(&self.oracle, owner);
+        }
+        self.lease_create_decided(time_us, actor, op);
+    }
+
+    /// A task lease's create by a worker reached the store (landed or not):
+    /// in task mode, the first half of a claim decision.
+    fn lease_create_decided(
+        &mut self,
+        time_us: u64,
+        actor: Actor,
+        op: &StoreRequest<DocKey, DocValue>,
+    ) {
+        if let StoreRequest::CreateIfAbsent {
+            key: DocKey::TaskLease { .. },
+            ..
+        } = op
+            && let Writer::Worker(owner) = self.writer(actor)
+        {
+            self.pickup.judge(&mut self.verdicts, &self.oracle, time_us);
+            self.pickup.claim_decided(&self.oracle, time_us, owner);
+        }
     }
 
     /// An accepted write of task document `new` over `before`: what
@@ -980,6 +1043,10 @@ impl LeaseChecker {
         new: &TaskDoc,
     ) {
         if let Writer::Worker(owner) = self.writer(actor) {
+            if new.state == TaskState::Running && new.owner == Some(owner) {
+                self.pickup.judge(&mut self.verdicts, &self.oracle, time_us);
+                self.pickup.claim_decided(&self.oracle, time_us, owner);
+            }
             self.oracle.worker_task_write(
                 &mut self.verdicts,
                 time_us,
@@ -1033,12 +1100,20 @@ impl Observer<DocKey, DocValue, LeaseEvent> for LeaseChecker {
                 ..
             } => self.effect(record.time_us, actor, call, outcome, decided_us),
             RecordKind::HealPhase => self.on_heal(record.time_us),
-            RecordKind::Fault(fault) => self.oracle.fault(record.time_us, &fault),
-            RecordKind::Lost { node, .. } => self.oracle.lost(record.time_us, node),
+            RecordKind::Fault(fault) => self.on_fault(record.time_us, &fault),
+            RecordKind::Lost { node, .. } => {
+                self.pickup
+                    .judge(&mut self.verdicts, &self.oracle, record.time_us);
+                self.oracle.lost(record.time_us, node);
+                self.pickup.touched(&self.oracle, node);
+            }
             RecordKind::Exit { node, incarnation } => {
+                self.pickup
+                    .judge(&mut self.verdicts, &self.oracle, record.time_us);
                 let role = self.role(node);
                 self.oracle
                     .exit(&mut self.verdicts, record.time_us, node, role, incarnation);
+                self.pickup.down(&self.oracle, node);
             }
             ref kind => debug_assert!(!Self::judges(kind), "a kind judged but not handled"),
         }

@@ -38,7 +38,8 @@ use crate::invariant::Invariant;
 use crate::lease_checker::{NodeRole, Verdicts};
 use leasehold_interface::{Document, StoreReply, StoreRequest};
 use leasehold_protocol::{
-    DocKey, DocValue, HeartbeatMode, MemberStatus, Owner, TaskDoc, TaskId, TaskState,
+    CLAIM_LOOK_AROUND_POLLS, DocKey, DocValue, HeartbeatMode, MemberStatus, Owner, TaskDoc, TaskId,
+    TaskState,
 };
 use leasehold_sim::{Fault, MessageAction, NodeId};
 use serde::Serialize;
@@ -72,6 +73,11 @@ pub struct LeaseBounds {
     /// The latest a reply sent in the fault phase can still arrive after it.
     pub late_reply_ms: u64,
     pub slack_ms: u64,
+    /// A worker with room polls this often after finding work.
+    pub poll_interval_ms: u64,
+    /// The longest an idle worker waits between polls.
+    pub idle_poll_max_ms: u64,
+    pub slots_per_worker: u32,
 }
 
 impl LeaseBounds {
@@ -133,6 +139,29 @@ impl LeaseBounds {
     /// owner's tasks, plus one listing after a re-queue that lost a race.
     pub fn requeue_us(&self, rounds: u64) -> u64 {
         self.max_reply_us + rounds * 2 * self.max_trip_us
+    }
+
+    /// How long a task may stay pending while a worker no fault touches
+    /// shows room in the store and decides no claim (`work-conserving`,
+    /// docs/protocol.md): the lag of the store's view behind the worker's
+    /// (a reply to its last claim decision, or to a release, and in task
+    /// mode one more round trip: the lease's delete after a completion, or
+    /// the claim after its lease's create), then up to `2 x LOOK_EVERY + 1`
+    /// polls, each an idle wait on a slow clock and the poll's round trip:
+    /// claim spreading claims a task left pending since the previous look
+    /// around at the next (every `LOOK_EVERY`-th poll), and the poll in
+    /// flight when the wait began may have read the index before the task
+    /// was there.
+    pub fn pickup_us(&self) -> u64 {
+        let trip_us = self.max_trip_us;
+        let lag_us = match self.heartbeat_mode {
+            HeartbeatMode::Worker => trip_us,
+            HeartbeatMode::Task => 2 * trip_us,
+        };
+        let wait_ms = self.idle_poll_max_ms.max(self.poll_interval_ms);
+        let poll_us = self.most_true_us(wait_ms * 1_000) + trip_us;
+        let polls = 2 * u64::from(CLAIM_LOOK_AROUND_POLLS) + 1;
+        lag_us + polls * poll_us
     }
 
     pub fn detect_us(&self, lease_timeout_ms: u64, docs: u64) -> u64 {
@@ -878,6 +907,24 @@ impl LeaseOracle {
     }
 }
 
+impl crate::work_conservation::Health for LeaseOracle {
+    fn touched_until_us(&self, node: NodeId) -> u64 {
+        self.touched_until_us
+            .get(node.index())
+            .copied()
+            .unwrap_or(u64::MAX)
+    }
+
+    fn store_disturbed_until_us(&self) -> u64 {
+        self.store_disturbed_until_us
+    }
+
+    fn registered_at_us(&self, owner: Owner) -> Option<u64> {
+        let lease = self.members.get(&owner)?;
+        lease.alive_in_store().then_some(lease.first_landed_us)
+    }
+}
+
 /// A lease named for messages: a heartbeat document or a task's lease.
 #[derive(Clone, Copy)]
 struct LeaseName(Owner, Option<TaskId>, u64);
@@ -933,6 +980,9 @@ mod tests {
             restart_delay_ms_max: 10_000,
             late_reply_ms: 3_000,
             slack_ms: 1_000,
+            poll_interval_ms: 1_000,
+            idle_poll_max_ms: 1_000,
+            slots_per_worker: 1,
         }
     }
 

@@ -8,6 +8,7 @@
 mod invariant;
 mod lease_checker;
 mod lease_oracle;
+mod work_conservation;
 
 pub use invariant::{Invariant, Violation};
 pub use lease_checker::{CheckConfig, LeaseChecker, LivenessBound, NodeRole};

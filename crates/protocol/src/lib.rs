@@ -35,7 +35,7 @@ pub use events::{FenceCause, LeaseEvent};
 pub use outbox::MAX_QUEUED_OUTPUTS;
 pub use reclaimer::Reclaimer;
 pub use variant::Variant;
-pub use worker::Worker;
+pub use worker::{CLAIM_LOOK_AROUND_POLLS, Worker};
 
 /// The output type both state machines produce.
 pub type LeaseOutput = leasehold_interface::Output<DocKey, DocValue, LeaseEvent>;

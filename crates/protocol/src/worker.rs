@@ -14,6 +14,11 @@ use crate::outbox::Outbox;
 use crate::sorted_vec_map::{SortedVecMap, SortedVecSet};
 use crate::variant::Variant;
 use crate::{LeaseInput, LeaseOutput};
+
+/// Every this many polls a worker that spreads its claims reads the whole
+/// pending index (docs/protocol.md, "Spreading claims", rule 4): what the
+/// `work-conserving` oracle's pickup bound counts polls in.
+pub const CLAIM_LOOK_AROUND_POLLS: u8 = claim_spread::LOOK_EVERY;
 use claim_spread::ClaimSpread;
 use leasehold_interface::{
     Document, EffectReply, EffectRequest, Input, Instant, LocalTime, StoreReply, StoreRequest,

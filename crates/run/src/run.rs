@@ -558,6 +558,9 @@ pub fn lease_bounds(s: &leasehold_scenario::scenario::Scenario) -> LeaseBounds {
         restart_delay_ms_max: s.faults.restart_delay_ms_max(),
         late_reply_ms: leasehold_scenario::scenario::late_reply_ms(s),
         slack_ms: s.limits.liveness_slack_ms,
+        poll_interval_ms: p.poll_interval_ms,
+        idle_poll_max_ms: p.idle_poll_max_ms(),
+        slots_per_worker: s.fleet.slots_per_worker,
     }
 }
 
