@@ -96,14 +96,14 @@ impl EnvOverrides {
                     .map(|s| SeedRange { first: s, last: s })
                     .map_err(|_| {
                         format!(
-                            "{ENV_SEED}=\"{v}\" is not a seed (a whole number from 0 to {})",
+                            "{ENV_SEED}={v:?} is not a seed (a whole number from 0 to {})",
                             u64::MAX
                         )
                     })
             })
             .transpose()?;
         let seeds = get(ENV_SEEDS)
-            .map(|v| parse_seed_count_or_range(&v).map_err(|e| format!("{ENV_SEEDS}=\"{v}\": {e}")))
+            .map(|v| parse_seed_count_or_range(&v).map_err(|e| format!("{ENV_SEEDS}={v:?}: {e}")))
             .transpose()?;
         if seed.is_some() && seeds.is_some() {
             return Err(format!(
@@ -118,7 +118,7 @@ impl EnvOverrides {
                 "1" | "true" | "yes" | "on" => Ok(true),
                 "0" | "false" | "no" | "off" => Ok(false),
                 _ => Err(format!(
-                    "{ENV_CHECK_DETERMINISM}=\"{v}\" is not a switch; use 1/true/yes/on or 0/false/no/off"
+                    "{ENV_CHECK_DETERMINISM}={v:?} is not a switch; use 1/true/yes/on or 0/false/no/off"
                 )),
             })
             .transpose()?;
@@ -139,7 +139,7 @@ pub fn parse_seed_count_or_range(text: &str) -> Result<SeedRange, String> {
         Ok(0) => Err("a count of 0 seeds runs nothing; give at least 1".to_string()),
         Ok(n) => SeedRange::parse(&format!("1..{n}")),
         Err(_) => Err(format!(
-            "\"{text}\" is neither a count of seeds (N, meaning 1..N) nor a range A..B"
+            "{text:?} is neither a count of seeds (N, meaning 1..N) nor a range A..B"
         )),
     }
 }

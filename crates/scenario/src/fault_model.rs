@@ -657,7 +657,7 @@ impl FaultsSection {
             {
                 return err(
                     format!("{field}.node"),
-                    format!("\"{node}\" does not exist: the fleet is {}", fleet.names()),
+                    format!("{node:?} does not exist: the fleet is {}", fleet.names()),
                 );
             }
             if let ScheduledFault::Partition {

@@ -37,7 +37,7 @@ pub fn named_variant(field: &str, name: &str) -> Result<Variant, String> {
     Variant::from_name(name).ok_or_else(|| {
         let known: Vec<&str> = Variant::all().map(|v| v.name()).collect();
         format!(
-            "{field}: unknown variant \"{name}\"; known: {}",
+            "{field}: unknown variant {name:?}; known: {}",
             known.join(", ")
         )
     })
@@ -55,7 +55,7 @@ pub fn known_invariant(field: &str, name: &str, also: &[&str]) -> Result<(), Str
         .chain(also.iter().copied())
         .collect();
     Err(format!(
-        "{field}: \"{name}\" is not an invariant; known: {}",
+        "{field}: {name:?} is not an invariant; known: {}",
         known.join(", ")
     ))
 }
@@ -154,13 +154,13 @@ pub fn replay_input(text: &str) -> Result<ReplayInput, String> {
              (each result line carries the `replay` command of its seed)"
         )),
         other if other.split('/').next() == FAILURE_FORMAT.split('/').next() => Err(format!(
-            "{at}format: \"{other}\" is not \"{FAILURE_FORMAT}\" (a failure file of another format version)"
+            "{at}format: {other:?} is not \"{FAILURE_FORMAT}\" (a failure file of another format version)"
         )),
         other if other.split('/').next() == TRACE_FORMAT.split('/').next() => Err(format!(
-            "{at}format: \"{other}\" is not \"{TRACE_FORMAT}\" (a trace of another format version)"
+            "{at}format: {other:?} is not \"{TRACE_FORMAT}\" (a trace of another format version)"
         )),
         other => Err(format!(
-            "{at}format: \"{other}\" is not a format this reads; {expected}"
+            "{at}format: {other:?} is not a format this reads; {expected}"
         )),
     }
 }

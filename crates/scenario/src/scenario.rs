@@ -346,7 +346,7 @@ impl Scenario {
             if s.services[..i].iter().any(|o| o.name == svc.name) {
                 return bad(
                     format!("{field}.name"),
-                    format!("\"{}\" is defined twice", svc.name),
+                    format!("{:?} is defined twice", svc.name),
                 );
             }
             if svc.work_ms_min > svc.work_ms_max {
@@ -422,7 +422,7 @@ impl Scenario {
             if leasehold_check::Invariant::from_name(name).is_none() {
                 return bad(
                     format!("expected_violations[{i}]"),
-                    format!("\"{name}\" is not an invariant"),
+                    format!("{name:?} is not an invariant"),
                 );
             }
         }
@@ -433,7 +433,7 @@ impl Scenario {
                 None => {
                     return bad(
                         format!("tasks.steps[{i}]"),
-                        format!("names service \"{name}\", which is not in services"),
+                        format!("names service {name:?}, which is not in services"),
                     );
                 }
             }
