@@ -943,7 +943,7 @@ impl std::fmt::Display for LeaseName {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     //! Each oracle fires on a record stream a broken protocol would make,
     //! and stays silent on the stream of a correct one.
     use crate::lease_checker::{CheckConfig, LeaseChecker, LivenessBound, NodeRole};
@@ -965,7 +965,8 @@ mod tests {
         incarnation: 1,
     };
 
-    fn bounds() -> LeaseBounds {
+    /// The bounds the oracle tests judge by (the work-conserving tests too).
+    pub(crate) fn bounds() -> LeaseBounds {
         LeaseBounds {
             heartbeat_mode: HeartbeatMode::Worker,
             max_clock_drift_ppm: 500,
@@ -991,25 +992,31 @@ mod tests {
     }
 
     fn checker_with(bounds: LeaseBounds) -> LeaseChecker {
-        LeaseChecker::new(CheckConfig {
+        LeaseChecker::new(config(bounds, 1))
+    }
+
+    /// One worker and one reclaimer, `tasks` one-step tasks, the worker's
+    /// capacity all of them.
+    pub(crate) fn config(bounds: LeaseBounds, tasks: u32) -> CheckConfig {
+        CheckConfig {
             roles: vec![
                 NodeRole::Worker { worker: 0 },
                 NodeRole::Reclaimer { id: 0 },
             ],
-            tasks_total: 1,
+            tasks_total: tasks,
             steps_per_task: 1,
             last_arrival_ms: 0,
             liveness: LivenessBound {
                 detect_ms: 60_000,
                 per_task_ms: 10_000,
-                capacity: 1,
+                capacity: tasks,
                 slack_ms: 1_000,
             },
             service_names: vec!["payment".into()],
             step_names: vec!["payment".into()],
             grace_ms: 60_000,
             bounds,
-        })
+        }
     }
 
     fn member(status: MemberStatus, beats: u64) -> DocValue {

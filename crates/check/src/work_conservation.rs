@@ -395,7 +395,8 @@ mod tests {
     //! slots; and a worker that stops polling after an empty page), and
     //! stays silent on a worker that claims within the bound, one that is
     //! full, and one a fault touched.
-    use crate::lease_checker::{CheckConfig, LeaseChecker, LivenessBound, NodeRole};
+    use crate::lease_checker::LeaseChecker;
+    use crate::lease_oracle::tests as oracle_tests;
     use crate::{Invariant, LeaseBounds};
     use leasehold_interface::{Document, RequestId, StoreReply, StoreRequest};
     use leasehold_protocol::{
@@ -414,44 +415,13 @@ mod tests {
     fn bounds(mode: HeartbeatMode) -> LeaseBounds {
         LeaseBounds {
             heartbeat_mode: mode,
-            max_clock_drift_ppm: 500,
-            max_network_delay_ms: 10,
-            max_reply_us: 10_000,
-            max_trip_us: 20_000,
-            heartbeat_interval_ms: 5_000,
-            store_timeout_ms: 1_000,
-            retry_backoff_ms: 200,
-            scan_interval_ms: 5_000,
-            scan_page_size: 100,
-            restart_delay_ms_max: 10_000,
-            late_reply_ms: 3_000,
-            slack_ms: 1_000,
-            poll_interval_ms: 1_000,
-            idle_poll_max_ms: 1_000,
             slots_per_worker: 2,
+            ..oracle_tests::bounds()
         }
     }
 
     fn checker(mode: HeartbeatMode) -> LeaseChecker {
-        LeaseChecker::new(CheckConfig {
-            roles: vec![
-                NodeRole::Worker { worker: 0 },
-                NodeRole::Reclaimer { id: 0 },
-            ],
-            tasks_total: 2,
-            steps_per_task: 1,
-            last_arrival_ms: 0,
-            liveness: LivenessBound {
-                detect_ms: 60_000,
-                per_task_ms: 10_000,
-                capacity: 2,
-                slack_ms: 1_000,
-            },
-            service_names: vec!["payment".into()],
-            step_names: vec!["payment".into()],
-            grace_ms: 60_000,
-            bounds: bounds(mode),
-        })
+        LeaseChecker::new(oracle_tests::config(bounds(mode), 2))
     }
 
     fn store(

@@ -173,7 +173,9 @@ struct DocumentMap<K, V>(HashMap<K, Entry<K, V>, FxBuildHasher>);
 
 impl<K: Hash + Eq, V> DocumentMap<K, V> {
     fn new() -> DocumentMap<K, V> {
-        DocumentMap(HashMap::default())
+        // The fixed, unseeded hasher, named here so that no default can
+        // slip a per-process seed in.
+        DocumentMap(HashMap::with_hasher(FxBuildHasher))
     }
 
     #[inline]
